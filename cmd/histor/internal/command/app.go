@@ -1,0 +1,169 @@
+// Package command is the histor command line: it maps flags, HISTOR_* environment variables and
+// an optional TOML config file onto each command's configuration, validates it once, and hands
+// over to the library packages. It holds no logic of its own beyond that mapping and the one
+// place where errors become exit codes.
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
+
+	"github.com/histor-observer/histor/node"
+)
+
+// Stdio is where a command reads and writes; tests pass buffers.
+type Stdio struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// deps are the seams tests replace; Main uses the real ones.
+type deps struct {
+	stdio Stdio
+	// runNode starts a node with a validated config and blocks until ctx is done.
+	runNode func(ctx context.Context, cfg node.Config) error
+}
+
+// Main runs the histor command line with args (args[0] is the program name) and returns the
+// process exit code.
+func Main(ctx context.Context, args []string, stdio Stdio) int {
+	return run(ctx, args, deps{stdio: stdio, runNode: startNode})
+}
+
+func run(ctx context.Context, args []string, d deps) int {
+	app := newApp(d)
+	return exitCode(app.RunContext(ctx, args), d.stdio.Err)
+}
+
+// configFlag names the TOML file every command reads its flags from.
+const configFlag = "config"
+
+func newApp(d deps) *cli.App {
+	app := &cli.App{
+		Name:  "histor",
+		Usage: "an independent observer of MCP tool definitions with an append-only, witnessed log",
+		Description: "Every flag can also be set through the HISTOR_* environment variable named in its help, " +
+			"or as a key of the same name in the TOML file given by --config. A flag on the command line wins " +
+			"over the environment, which wins over the file, which wins over the default.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: configFlag, Usage: "read flag values from this TOML `FILE` (keys are flag names)", EnvVars: []string{"HISTOR_CONFIG"}},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "least severe log message to print: debug, info, warn or error", EnvVars: []string{"HISTOR_LOG_LEVEL"}},
+		},
+		Commands: []*cli.Command{
+			serveCommand(d), digestCommand(d), keygenCommand(d), labelCommand(d), auditCommand(d), logCommand(d),
+		},
+		Action:    unknownCommand,
+		Reader:    d.stdio.In,
+		Writer:    d.stdio.Out,
+		ErrWriter: d.stdio.Err,
+		// Errors become exit codes in exitCode, once; urfave/cli must not exit by itself.
+		ExitErrHandler:       func(*cli.Context, error) {},
+		HideVersion:          true,
+		EnableBashCompletion: false,
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError(err)
+		},
+	}
+	withConfigFile(app.Commands)
+	return app
+}
+
+// withConfigFile makes every leaf command read its flags from the --config file before its
+// action runs. altsrc only fills a flag that is neither on the command line nor in its
+// environment variable, which gives the documented precedence.
+func withConfigFile(cmds []*cli.Command) {
+	for _, c := range cmds {
+		if len(c.Subcommands) > 0 {
+			withConfigFile(c.Subcommands)
+			continue
+		}
+		if c.OnUsageError == nil {
+			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError(err) }
+		}
+		c.Before = altsrc.InitInputSourceWithContext(c.Flags, configSource)
+	}
+}
+
+func configSource(c *cli.Context) (altsrc.InputSourceContext, error) {
+	src, err := altsrc.NewTomlSourceFromFlagFunc(configFlag)(c)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("reading --config %s: %w", c.String(configFlag), err))
+	}
+	return src, nil
+}
+
+// logger builds the structured logger every command passes down.
+func logger(c *cli.Context, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return nil, usageError(fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level")))
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
+}
+
+// exitError carries a command's exit code to the one place that turns it into a status.
+type exitError struct {
+	code int
+	err  error // printed to stderr when not nil
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// exit ends a command with code, printing nothing more: the command already said why.
+func exit(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return &exitError{code: code}
+}
+
+// usageError is a mistake in how histor was called: exit status 2.
+func usageError(err error) error { return &exitError{code: 2, err: err} }
+
+// exitCode is the single path from an error to a process status.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "histor: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	var coder cli.ExitCoder
+	if errors.As(err, &coder) {
+		if msg := strings.TrimSpace(err.Error()); msg != "" {
+			fmt.Fprintf(stderr, "histor: %s\n", msg)
+		}
+		return coder.ExitCode()
+	}
+	fmt.Fprintf(stderr, "histor: %v\n", err)
+	return 1
+}
+
+// unknownCommand runs when no command matched: help for a bare "histor", a usage error otherwise.
+func unknownCommand(c *cli.Context) error {
+	if c.Args().Present() {
+		return usageError(fmt.Errorf("unknown command %q; see histor help", c.Args().First()))
+	}
+	if err := cli.ShowAppHelp(c); err != nil {
+		return err
+	}
+	return exit(2)
+}

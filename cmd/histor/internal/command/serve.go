@@ -1,0 +1,97 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
+
+	"github.com/histor-observer/histor/node"
+)
+
+// serveFlags are node.Config's fields, one flag each; node.Config documents their meaning.
+func serveFlags() []cli.Flag {
+	return []cli.Flag{
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "data", Usage: "keep the node's state (seed, log) in `DIR`; required", EnvVars: []string{"HISTOR_DATA"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "http", Value: node.DefaultHTTPAddr, Usage: "serve the API on `ADDR` (host:port; \":8080\" for every interface)", EnvVars: []string{"HISTOR_HTTP"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "origin", Value: node.DefaultLogOrigin, Usage: "the log's `NAME`: C2SP checkpoint origin and note key name, e.g. observer.example.org/log; never change it once the log has heads", EnvVars: []string{"HISTOR_ORIGIN"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "witness-name", Usage: "key `NAME` of the node's cosignature/v1 witness key (default: the origin with /log replaced by /witness)", EnvVars: []string{"HISTOR_WITNESS_NAME"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "seed", Usage: "read the node's 32-byte seed from `FILE`, generating it (mode 0600) if missing (default: DIR/seed)", EnvVars: []string{"HISTOR_SEED"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "public-url", Usage: "absolute http(s) `URL` the node is reachable at, announced by /api/v1/issuer", EnvVars: []string{"HISTOR_PUBLIC_URL"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-entries", Value: node.DefaultMaxEntries, Usage: "most leaves in one /api/v1/log/entries answer (1..1000)", EnvVars: []string{"HISTOR_MAX_ENTRIES"}}),
+		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "cache-bytes", Value: node.DefaultCacheBytes, Usage: "Pebble block cache of the log, in bytes", EnvVars: []string{"HISTOR_CACHE_BYTES"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-header-bytes", Value: 16 << 10, Usage: "largest request header accepted, in bytes (1 KiB..1 MiB)", EnvVars: []string{"HISTOR_MAX_HEADER_BYTES"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "read-header-timeout", Value: 5 * time.Second, Usage: "time allowed to read a request's header", EnvVars: []string{"HISTOR_READ_HEADER_TIMEOUT"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "read-timeout", Value: 10 * time.Second, Usage: "time allowed to read a whole request", EnvVars: []string{"HISTOR_READ_TIMEOUT"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "time allowed to write an answer", EnvVars: []string{"HISTOR_WRITE_TIMEOUT"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "idle-timeout", Value: 120 * time.Second, Usage: "how long an idle keep-alive connection stays open", EnvVars: []string{"HISTOR_IDLE_TIMEOUT"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "on SIGTERM or SIGINT, how long requests in flight may finish", EnvVars: []string{"HISTOR_SHUTDOWN_TIMEOUT"}}),
+	}
+}
+
+func serveCommand(d deps) *cli.Command {
+	return &cli.Command{
+		Name:      "serve",
+		Usage:     "run a node: open (or create) the log in --data and serve it over HTTP",
+		UsageText: "histor serve --data DIR [--http ADDR] [--origin NAME] [--seed FILE] [options]",
+		Description: "Opens the log, checks its integrity and refuses to start over a damaged data directory, " +
+			"signs a fresh head, and serves the HISTOR JSON API under /api/v1/ and C2SP tlog-tiles under /log/ " +
+			"until SIGTERM or SIGINT.",
+		Flags: serveFlags(),
+		Action: func(c *cli.Context) error {
+			cfg, err := nodeConfig(c)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			if err := d.runNode(ctx, cfg); err != nil {
+				return &exitError{code: 1, err: fmt.Errorf("serve: %w", err)}
+			}
+			return nil
+		},
+	}
+}
+
+// nodeConfig maps the serve flags onto one node.Config and validates it, once, before
+// anything is opened.
+func nodeConfig(c *cli.Context) (node.Config, error) {
+	log, err := logger(c, c.App.ErrWriter)
+	if err != nil {
+		return node.Config{}, err
+	}
+	cfg := node.Config{
+		DataDir:           c.String("data"),
+		HTTPAddr:          c.String("http"),
+		LogOrigin:         c.String("origin"),
+		WitnessName:       c.String("witness-name"),
+		SeedFile:          c.String("seed"),
+		PublicURL:         c.String("public-url"),
+		MaxEntries:        c.Int("max-entries"),
+		CacheBytes:        c.Int64("cache-bytes"),
+		MaxHeaderBytes:    c.Int("max-header-bytes"),
+		ReadHeaderTimeout: c.Duration("read-header-timeout"),
+		ReadTimeout:       c.Duration("read-timeout"),
+		WriteTimeout:      c.Duration("write-timeout"),
+		IdleTimeout:       c.Duration("idle-timeout"),
+		ShutdownTimeout:   c.Duration("shutdown-timeout"),
+		Logger:            log,
+	}
+	if err := cfg.Validate(); err != nil {
+		return node.Config{}, usageError(err)
+	}
+	return cfg, nil
+}
+
+// startNode is the real runNode: build the node and run it until ctx is done.
+func startNode(ctx context.Context, cfg node.Config) error {
+	n, err := node.New(cfg)
+	if err != nil {
+		return err
+	}
+	return n.Run(ctx)
+}

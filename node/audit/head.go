@@ -1,0 +1,123 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strconv"
+
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/histor-observer/histor/log/awr"
+)
+
+// issuerDoc is the part of /api/v1/issuer the auditor uses.
+type issuerDoc struct {
+	DID     string `json:"did"`
+	Origin  string `json:"logOrigin"`
+	LogVkey string `json:"logVkey"`
+
+	pub ed25519.PublicKey // the key inside DID
+}
+
+func (a *auditor) issuer(ctx context.Context) (*issuerDoc, error) {
+	var iss issuerDoc
+	if err := a.getJSON(ctx, "/api/v1/issuer", nil, &iss); err != nil {
+		return nil, err
+	}
+	pub, err := awr.ParseDIDKey(iss.DID)
+	if err != nil {
+		return nil, incomplete("reading /api/v1/issuer", fmt.Errorf("the log's did is unusable: %w", err))
+	}
+	iss.pub = pub
+	return &iss, nil
+}
+
+// latestHead fetches the latest signed tree head and verifies it against the log's did:key.
+func (a *auditor) latestHead(ctx context.Context, iss *issuerDoc) (*head, error) {
+	return a.fetchHead(ctx, "/api/v1/log/sth", iss)
+}
+
+// headAt fetches the head the log signed at size.
+func (a *auditor) headAt(ctx context.Context, size uint64, iss *issuerDoc) (*head, error) {
+	return a.fetchHead(ctx, "/api/v1/log/sth/"+strconv.FormatUint(size, 10), iss)
+}
+
+func (a *auditor) fetchHead(ctx context.Context, path string, iss *issuerDoc) (*head, error) {
+	doc, err := a.get(ctx, path, nil, maxJSONBytes)
+	if err != nil {
+		return nil, err
+	}
+	h, err := verifyHead(doc, iss.pub)
+	if err != nil {
+		return nil, misbehaved("signature", "the tree head at %s does not verify against %s: %v", path, iss.DID, err)
+	}
+	if h.Log != iss.DID {
+		return nil, misbehaved("signature", "the tree head at %s names log %q, not %s", path, h.Log, iss.DID)
+	}
+	return h, nil
+}
+
+// consistency proves that sth extends the kept head, and says how.
+func (a *auditor) consistency(ctx context.Context, kept, sth *head) (string, error) {
+	switch {
+	case kept == nil:
+		return "", nil
+	case sth.Size < kept.Size:
+		return "", misbehaved("consistency", "the log shrank: kept %d, now %d", kept.Size, sth.Size)
+	case sth.Size == kept.Size:
+		if sth.Root != kept.Root {
+			return "", misbehaved("consistency", "same size %d, different root (kept %s, now %s): the log rewrote its history",
+				sth.Size, kept.rootHex(), sth.rootHex())
+		}
+		return "unchanged", nil
+	case kept.Size == 0:
+		// Every tree extends the empty one, but the kept empty head must really be empty.
+		if kept.Root != sha256.Sum256(nil) {
+			return "", misbehaved("consistency", "the kept head of size 0 has root %s, not the empty root", kept.rootHex())
+		}
+		return fmt.Sprintf("ok (0 → %d)", sth.Size), nil
+	}
+	hashes, err := a.consistencyProof(ctx, kept.Size, sth.Size)
+	if err != nil {
+		return "", err
+	}
+	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, kept.Size, sth.Size, hashes, kept.Root[:], sth.Root[:]); err != nil {
+		return "", misbehaved("consistency", "the head of size %d is NOT consistent with the head kept at size %d: %v",
+			sth.Size, kept.Size, err)
+	}
+	return fmt.Sprintf("ok (%d → %d)", kept.Size, sth.Size), nil
+}
+
+func (a *auditor) consistencyProof(ctx context.Context, first, second uint64) ([][]byte, error) {
+	var ans struct {
+		Proof []string `json:"proof"`
+	}
+	q := url.Values{"first": {strconv.FormatUint(first, 10)}, "second": {strconv.FormatUint(second, 10)}}
+	if err := a.getJSON(ctx, "/api/v1/log/proof/consistency", q, &ans); err != nil {
+		return nil, err
+	}
+	hashes, err := decodeHashes(ans.Proof)
+	if err != nil {
+		return nil, misbehaved("consistency", "the consistency proof %d → %d is malformed: %v", first, second, err)
+	}
+	return hashes, nil
+}
+
+// decodeHashes decodes hex hashes of exactly 32 bytes each, lowercase as the log writes them.
+func decodeHashes(hexes []string) ([][]byte, error) {
+	out := make([][]byte, len(hexes))
+	for i, s := range hexes {
+		b, err := hex.DecodeString(s)
+		if err != nil || len(b) != sha256.Size || !bytes.Equal([]byte(hex.EncodeToString(b)), []byte(s)) {
+			return nil, fmt.Errorf("hash %d (%q) is not 64 lowercase hex digits", i, s)
+		}
+		out[i] = b
+	}
+	return out, nil
+}

@@ -1,0 +1,196 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"filippo.io/torchwood"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// tiles reads the whole tree through the C2SP endpoints under /log/ and checks it with the
+// golang.org/x/mod tlog code, not with the log's own: the checkpoint is signed by the did:key's
+// key under the log's origin, it is the same tree as the verified STH, every entry bundle
+// rebuilds the checkpoint's root, and every hash tile is what those entries give.
+func (a *auditor) tiles(ctx context.Context, iss *issuerDoc, sth *head) (*TilesReport, error) {
+	cp, err := a.checkpoint(ctx, iss)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.sameTree(ctx, cp, sth); err != nil {
+		return nil, err
+	}
+	hashes, bundles, err := a.readEntries(ctx, uint64(cp.N))
+	if err != nil {
+		return nil, err
+	}
+	root, err := tlog.TreeHash(cp.N, hashes)
+	if err != nil {
+		return nil, incomplete("recomputing the root from the entries", err)
+	}
+	if root != cp.Hash {
+		return nil, misbehaved("tiles", "the entries under /log/tile/entries give root %s, the checkpoint of size %d says %s",
+			hex.EncodeToString(root[:]), cp.N, hex.EncodeToString(cp.Hash[:]))
+	}
+	n, err := a.compareHashTiles(ctx, cp.N, hashes)
+	if err != nil {
+		return nil, err
+	}
+	return &TilesReport{CheckpointSize: uint64(cp.N), Entries: uint64(cp.N), HashTiles: n, EntryBundles: bundles}, nil
+}
+
+// checkpoint fetches /log/checkpoint and opens it with the note key derived from the did:key.
+// The issuer's advertised vkey must be that same key: one Ed25519 key signs both head formats.
+func (a *auditor) checkpoint(ctx context.Context, iss *issuerDoc) (torchwood.Checkpoint, error) {
+	var cp torchwood.Checkpoint
+	if iss.Origin == "" {
+		return cp, incomplete("reading /api/v1/issuer", fmt.Errorf("the log names no checkpoint origin"))
+	}
+	vkey, err := note.NewEd25519VerifierKey(iss.Origin, iss.pub)
+	if err != nil {
+		return cp, incomplete("deriving the note key", fmt.Errorf("origin %q: %w", iss.Origin, err))
+	}
+	if iss.LogVkey != vkey {
+		return cp, misbehaved("tiles", "the log's note key %q is not the key of %s (%q)", iss.LogVkey, iss.DID, vkey)
+	}
+	verifier, err := note.NewVerifier(vkey)
+	if err != nil {
+		return cp, incomplete("deriving the note key", err)
+	}
+	body, err := a.get(ctx, "/log/checkpoint", nil, maxCheckpointBytes)
+	if err != nil {
+		return cp, err
+	}
+	n, err := note.Open(body, note.VerifierList(verifier))
+	if err != nil {
+		return cp, misbehaved("tiles", "the checkpoint does not verify against %s: %v", vkey, err)
+	}
+	if cp, err = torchwood.ParseCheckpoint(n.Text); err != nil {
+		return cp, misbehaved("tiles", "the signed checkpoint is malformed: %v", err)
+	}
+	if cp.Origin != iss.Origin || cp.Extension != "" {
+		return cp, misbehaved("tiles", "the checkpoint has origin %q and extension %q, want origin %q and none",
+			cp.Origin, cp.Extension, iss.Origin)
+	}
+	return cp, nil
+}
+
+// sameTree checks that the checkpoint and the STH are heads of one tree: equal at one size, or
+// joined by a valid consistency proof when the log moved between the two requests.
+func (a *auditor) sameTree(ctx context.Context, cp torchwood.Checkpoint, sth *head) error {
+	size := uint64(cp.N)
+	if size == sth.Size {
+		if cp.Hash != sth.Root {
+			return misbehaved("tiles", "the checkpoint and the STH disagree at size %d: root %s vs %s",
+				size, hex.EncodeToString(cp.Hash[:]), sth.rootHex())
+		}
+		return nil
+	}
+	small, large := size, sth.Size
+	smallRoot, largeRoot := cp.Hash[:], sth.Root[:]
+	if small > large {
+		small, large, smallRoot, largeRoot = large, small, largeRoot, smallRoot
+	}
+	if small == 0 {
+		empty := sha256.Sum256(nil)
+		if !bytes.Equal(smallRoot, empty[:]) {
+			return misbehaved("tiles", "a head of size 0 has a non-empty root")
+		}
+		return nil
+	}
+	hashes, err := a.consistencyProof(ctx, small, large)
+	if err != nil {
+		return err
+	}
+	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, small, large, hashes, smallRoot, largeRoot); err != nil {
+		return misbehaved("tiles", "the checkpoint (size %d) and the STH (size %d) are not one tree: %v", size, sth.Size, err)
+	}
+	return nil
+}
+
+// memHashes is the tree's stored hashes in tlog's order, rebuilt from the entries.
+type memHashes []tlog.Hash
+
+func (m memHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		if x < 0 || x >= int64(len(m)) {
+			return nil, fmt.Errorf("hash %d not yet computed", x)
+		}
+		out[i] = m[x]
+	}
+	return out, nil
+}
+
+// readEntries fetches every entry bundle of a tree of size n and returns the stored hashes
+// they give, and how many bundles were read.
+func (a *auditor) readEntries(ctx context.Context, n uint64) (memHashes, int, error) {
+	hashes := make(memHashes, 0, 2*n)
+	bundles := 0
+	for start := uint64(0); start < n; start += torchwood.TileWidth {
+		width := min(n-start, torchwood.TileWidth)
+		t := tlog.Tile{H: torchwood.TileHeight, L: -1, N: int64(start / torchwood.TileWidth), W: int(width)}
+		path := "/log/" + torchwood.TilePath(t)
+		body, err := a.get(ctx, path, nil, maxBundleBytes)
+		if err != nil {
+			return nil, 0, err
+		}
+		entries, err := splitBundle(body, int(width))
+		if err != nil {
+			return nil, 0, misbehaved("tiles", "entry bundle %s: %v", path, err)
+		}
+		for i, e := range entries {
+			stored, err := tlog.StoredHashes(int64(start)+int64(i), e, hashes)
+			if err != nil {
+				return nil, 0, incomplete("hashing "+path, err)
+			}
+			hashes = append(hashes, stored...)
+		}
+		bundles++
+	}
+	return hashes, bundles, nil
+}
+
+// splitBundle cuts a C2SP entry bundle into exactly want entries, with nothing left over.
+func splitBundle(body []byte, want int) ([][]byte, error) {
+	entries := make([][]byte, 0, want)
+	for len(body) > 0 {
+		e, rest, err := torchwood.ReadTileEntry(body)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %w", len(entries), err)
+		}
+		entries = append(entries, e)
+		body = rest
+	}
+	if len(entries) != want {
+		return nil, fmt.Errorf("holds %d entries, want %d", len(entries), want)
+	}
+	return entries, nil
+}
+
+// compareHashTiles fetches every hash tile of a tree of size n and compares it byte for byte
+// with the tile the entries give.
+func (a *auditor) compareHashTiles(ctx context.Context, n int64, hashes memHashes) (int, error) {
+	tiles := tlog.NewTiles(torchwood.TileHeight, 0, n)
+	for _, t := range tiles {
+		want, err := tlog.ReadTileData(t, hashes)
+		if err != nil {
+			return 0, incomplete("computing hash tile "+torchwood.TilePath(t), err)
+		}
+		path := "/log/" + torchwood.TilePath(t)
+		got, err := a.get(ctx, path, nil, maxHashTileBytes)
+		if err != nil {
+			return 0, err
+		}
+		if !bytes.Equal(got, want) {
+			return 0, misbehaved("tiles", "hash tile %s disagrees with the entries", path)
+		}
+	}
+	return len(tiles), nil
+}
