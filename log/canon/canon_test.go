@@ -209,3 +209,32 @@ func TestIsNumberRefusal(t *testing.T) {
 		t.Error("IsNumberRefusal(nil) = true")
 	}
 }
+
+func TestParseDeferringNumbers(t *testing.T) {
+	v, err := ParseDeferringNumbers([]byte(`{"keep":[1,2],"drop":{"x":2340.0,"y":9007199254740992}}`), DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v.(map[string]any)
+	drop := m["drop"].(map[string]any)
+	x, ok := drop["x"].(RefusedNumber)
+	if !ok || x.Literal != "2340.0" || x.Err.Code != CodeNonInteger {
+		t.Errorf("x = %#v, want a RefusedNumber 2340.0 with %s", drop["x"], CodeNonInteger)
+	}
+	if y, ok := drop["y"].(RefusedNumber); !ok || y.Err.Code != CodeOutOfRange {
+		t.Errorf("y = %#v, want a RefusedNumber with %s", drop["y"], CodeOutOfRange)
+	}
+	if _, err := Encode(m); !IsNumberRefusal(err) {
+		t.Errorf("Encode with refused numbers: %v, want a number refusal", err)
+	}
+	delete(m, "drop")
+	if got, err := Encode(m); err != nil || string(got) != `{"keep":[1,2]}` {
+		t.Errorf("Encode after dropping = %s, %v", got, err)
+	}
+	// Other refusals still happen at parse time.
+	for _, in := range []string{`{"a":1.5,"a":2}`, `["\ud800",1.5]`, `[1.5,]`} {
+		if _, err := ParseDeferringNumbers([]byte(in), DefaultLimits); err == nil {
+			t.Errorf("ParseDeferringNumbers(%q) accepted", in)
+		}
+	}
+}

@@ -61,6 +61,8 @@ func appendValue(out []byte, v any) ([]byte, error) {
 		return appendArray(out, x)
 	case map[string]any:
 		return appendObject(out, x)
+	case RefusedNumber:
+		return nil, x.Err
 	default:
 		return nil, &Error{Code: CodeSyntax, Reason: fmt.Sprintf("cannot encode a value of type %T", v)}
 	}

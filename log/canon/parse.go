@@ -27,13 +27,33 @@ func Parse(b []byte) (any, error) {
 
 // ParseWith is Parse with explicit bounds.
 func ParseWith(b []byte, lim Limits) (any, error) {
+	return parse(b, lim, false)
+}
+
+// RefusedNumber stands in the tree ParseDeferringNumbers returns for a number
+// literal canon refuses (AWR-CANON-001 or -002). Encode refuses it with Err.
+type RefusedNumber struct {
+	Literal string
+	Err     *Error
+}
+
+// ParseDeferringNumbers is ParseWith, except that a refused number literal is
+// not an error yet: it is returned as a RefusedNumber and refused only if it
+// reaches Encode. MTL/1 needs this because it digests only some members of a
+// tool and drops the rest, and a number in a dropped member must not stop
+// the digest. Every other refusal happens at parse time as usual.
+func ParseDeferringNumbers(b []byte, lim Limits) (any, error) {
+	return parse(b, lim, true)
+}
+
+func parse(b []byte, lim Limits, deferNumbers bool) (any, error) {
 	if len(b) > lim.MaxBytes {
 		return nil, refuse(CodeLimit, lim.MaxBytes, "input of %d bytes exceeds the %d byte bound", len(b), lim.MaxBytes)
 	}
 	if off := invalidUTF8(b); off >= 0 {
 		return nil, refuse(CodeUnicode, off, "invalid UTF-8")
 	}
-	p := &parser{b: b, lim: lim}
+	p := &parser{b: b, lim: lim, deferNumbers: deferNumbers}
 	p.space()
 	v, err := p.value()
 	if err != nil {
@@ -65,10 +85,11 @@ func invalidUTF8(b []byte) int {
 }
 
 type parser struct {
-	b     []byte
-	pos   int
-	depth int
-	lim   Limits
+	b            []byte
+	pos          int
+	depth        int
+	lim          Limits
+	deferNumbers bool // see ParseDeferringNumbers
 }
 
 func (p *parser) syntax(format string, args ...any) *Error {
@@ -242,10 +263,19 @@ func (p *parser) number() (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	var refusal *Error
 	if fracOrExp {
-		return nil, refuse(CodeNonInteger, start, "number %s has a fraction or exponent", p.b[start:p.pos])
+		refusal = refuse(CodeNonInteger, start, "number %s has a fraction or exponent", p.b[start:p.pos])
+	} else {
+		var n int64
+		if n, refusal = integer(p.b[start:intEnd], start); refusal == nil {
+			return n, nil
+		}
 	}
-	return integer(p.b[start:intEnd], start)
+	if p.deferNumbers {
+		return RefusedNumber{Literal: string(p.b[start:p.pos]), Err: refusal}, nil
+	}
+	return nil, refusal
 }
 
 // fractionExponent consumes an optional fraction and exponent and reports
@@ -287,10 +317,10 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func integer(lit []byte, off int) (any, error) {
+func integer(lit []byte, off int) (int64, *Error) {
 	n, err := strconv.ParseInt(string(lit), 10, 64)
 	if err != nil || n > MaxSafeInteger || n < -MaxSafeInteger {
-		return nil, refuse(CodeOutOfRange, off, "integer %s outside ±(2^53−1)", lit)
+		return 0, refuse(CodeOutOfRange, off, "integer %s outside ±(2^53−1)", lit)
 	}
 	return n, nil
 }
