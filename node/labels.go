@@ -1,0 +1,258 @@
+package node
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	hlog "github.com/histor-observer/histor/log"
+)
+
+// evidenceKinds are the content-addressed stores; each path segment is
+// also the log's evidence kind.
+var evidenceKinds = map[string]bool{
+	"toolsets": true, "descriptors": true, "pattern-sets": true, "record-sets": true,
+}
+
+// methodShort are HISTOR's short method names, sent beside each entry.
+var methodShort = map[string]string{
+	"urn:awr:mtl:1:method:tool-set-observation":  "observation",
+	"urn:awr:mtl:1:method:tool-def-pattern-scan": "pattern-scan",
+	"urn:awr:mtl:1:method:tool-set-continuity":   "continuity",
+	"urn:awr:mtl:1:method:name-threat-match":     "name-threat",
+}
+
+// vcMediaType is what HISTOR serves a label as.
+const vcMediaType = "application/vc"
+
+// routeLabel handles /api/v1/labels/<id> and /api/v1/labels/<id>/proof.
+// Label ids are URNs and never hold "/".
+func (a *api) routeLabel(w http.ResponseWriter, r *http.Request, p string) {
+	id, rest, hasRest := strings.Cut(p, "/")
+	switch {
+	case id == "" || (hasRest && rest != "proof"):
+		a.fail(w, http.StatusNotFound, "not found")
+	case len(id) > maxIDBytes:
+		a.fail(w, http.StatusBadRequest, "label id too long")
+	case hasRest:
+		a.serveLabelProof(w, r, id)
+	default:
+		a.serveLabel(w, r, id)
+	}
+}
+
+// lookupLabel finds a label's leaf index, answering 404 itself if unknown.
+func (a *api) lookupLabel(w http.ResponseWriter, r *http.Request, id string) (uint64, bool) {
+	index, err := a.log.LabelIndex(id)
+	if errors.Is(err, hlog.ErrNotFound) {
+		a.fail(w, http.StatusNotFound, "unknown label")
+		return 0, false
+	}
+	if err != nil {
+		a.internal(w, r, "looking up label", err)
+		return 0, false
+	}
+	return index, true
+}
+
+func (a *api) serveLabel(w http.ResponseWriter, r *http.Request, id string) {
+	index, ok := a.lookupLabel(w, r, id)
+	if !ok {
+		return
+	}
+	body, err := a.log.Entry(index)
+	if err != nil {
+		a.internal(w, r, "reading label", err)
+		return
+	}
+	w.Header().Set("Cache-Control", cacheImmutable)
+	writeBody(w, vcMediaType, body)
+}
+
+// serveLabelProof answers /api/v1/labels/<id>/proof?tree_size=: the leaf
+// index, the head (latest, or the one signed at tree_size) and the inclusion
+// proof under it. As in HISTOR, 409 when no head covers the label.
+func (a *api) serveLabelProof(w http.ResponseWriter, r *http.Request, id string) {
+	size := uintParam{name: "tree_size"}
+	if err := readUints(r.URL.RawQuery, &size); err != nil {
+		a.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if size.present && size.value < 1 {
+		a.fail(w, http.StatusBadRequest, "tree_size must be at least 1")
+		return
+	}
+	index, ok := a.lookupLabel(w, r, id)
+	if !ok {
+		return
+	}
+	head, err := a.headFor(size)
+	if err != nil && !errors.Is(err, hlog.ErrNotFound) {
+		a.internal(w, r, "reading head", err)
+		return
+	}
+	if err != nil || head.Size <= index {
+		a.fail(w, http.StatusConflict, "no signed tree head covers this label yet")
+		return
+	}
+	proof, err := a.log.InclusionProof(index, head.Size)
+	if err != nil {
+		a.proofFailed(w, r, err)
+		return
+	}
+	a.writeLabelProof(w, id, index, head, proof)
+}
+
+func (a *api) headFor(size uintParam) (hlog.Head, error) {
+	if size.present {
+		return a.log.HeadAt(size.value)
+	}
+	return a.log.Latest(), nil
+}
+
+func (a *api) writeLabelProof(w http.ResponseWriter, id string, index uint64, head hlog.Head, proof [][32]byte) {
+	quoted, _ := json.Marshal(id) // a string always marshals
+	b := getBuf()
+	defer putBuf(b)
+	*b = append(*b, `{"labelId":`...)
+	*b = append(*b, quoted...)
+	*b = append(*b, `,"leafIndex":`...)
+	*b = strconv.AppendUint(*b, index, 10)
+	*b = append(*b, `,"leafInput":"JCS(label document)","sth":`...)
+	*b = append(*b, head.STH...)
+	*b = append(*b, `,"inclusionProof":`...)
+	*b = appendHexList(*b, proof)
+	*b = append(*b, '}')
+	writeBody(w, "application/json", *b)
+}
+
+// serveEvidence answers /api/v1/<kind>/<sri> with the stored JCS bytes.
+func (a *api) serveEvidence(w http.ResponseWriter, r *http.Request, kind, sri string) {
+	if !validSRI(sri) {
+		a.fail(w, http.StatusBadRequest, "digest must be sha256-<base64 of 32 bytes>")
+		return
+	}
+	body, err := a.log.Evidence(kind, sri)
+	if errors.Is(err, hlog.ErrNotFound) {
+		a.fail(w, http.StatusNotFound, "unknown "+strings.TrimSuffix(kind, "s"))
+		return
+	}
+	if err != nil {
+		a.internal(w, r, "reading evidence", err)
+		return
+	}
+	w.Header().Set("Cache-Control", cacheImmutable)
+	writeBody(w, "application/json", body)
+}
+
+// validSRI accepts only the canonical SRI of a SHA-256 digest: "sha256-"
+// and 44 characters of padded standard base64 that re-encode identically.
+func validSRI(s string) bool {
+	b64, ok := strings.CutPrefix(s, "sha256-")
+	if !ok || len(b64) != 44 {
+		return false
+	}
+	raw, err := base64.StdEncoding.Strict().DecodeString(b64)
+	return err == nil && len(raw) == sha256.Size
+}
+
+// entrySummary is one row of /api/v1/log/entries, HISTOR's member names.
+type entrySummary struct {
+	LeafIndex   uint64  `json:"leaf_index"`
+	ID          string  `json:"id"`
+	Digest      string  `json:"digest"`
+	Method      string  `json:"method"`
+	Verdict     string  `json:"verdict"`
+	TargetID    *string `json:"target_id"` // not kept by the log; always null
+	IssuedAt    string  `json:"issued_at"`
+	MethodShort string  `json:"methodShort"`
+}
+
+// labelFields are the members of a label an entry row repeats.
+type labelFields struct {
+	ID                string `json:"id"`
+	ValidFrom         string `json:"validFrom"`
+	CredentialSubject struct {
+		Verdict string `json:"verdict"`
+		Method  struct {
+			ID string `json:"id"`
+		} `json:"method"`
+	} `json:"credentialSubject"`
+}
+
+// serveEntries answers /api/v1/log/entries?start=&end=: leaves [start, end)
+// in order, at most maxEntries, clipped to the log as HISTOR clips them.
+func (a *api) serveEntries(w http.ResponseWriter, r *http.Request) {
+	start, end := uintParam{name: "start"}, uintParam{name: "end"}
+	if err := readUints(r.URL.RawQuery, &start, &end); err != nil {
+		a.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if end.present && end.value < start.value {
+		a.fail(w, http.StatusBadRequest, "end must not be below start")
+		return
+	}
+	stop := a.entriesStop(start.value, end)
+	rows := make([]entrySummary, 0, stop-start.value)
+	if start.value < stop {
+		labels, err := a.log.Entries(start.value, stop)
+		if err != nil {
+			a.internal(w, r, "reading entries", err)
+			return
+		}
+		for i, label := range labels {
+			rows = append(rows, summarize(start.value+uint64(i), label))
+		}
+	}
+	body, err := json.Marshal(struct {
+		Start   uint64         `json:"start"`
+		Entries []entrySummary `json:"entries"`
+	}{start.value, rows})
+	if err != nil {
+		a.internal(w, r, "encoding entries", err)
+		return
+	}
+	writeBody(w, "application/json", body)
+}
+
+// entriesStop is the exclusive end actually served: the asked end (or
+// start+100), never more than maxEntries past start, never past the log.
+func (a *api) entriesStop(start uint64, end uintParam) uint64 {
+	size := a.log.Size()
+	if start >= size {
+		return start
+	}
+	stop := min(size, start+a.maxEntries)
+	if !end.present {
+		end.value = start + defaultEntriesSpan
+	}
+	return min(stop, end.value)
+}
+
+// summarize derives an entry row from the label's own bytes; the digest is
+// the SRI of those JCS bytes, as HISTOR's canonical_sri is.
+func summarize(index uint64, label []byte) entrySummary {
+	var f labelFields
+	_ = json.Unmarshal(label, &f) // a logged label is valid JSON; a missing member stays ""
+	sum := sha256.Sum256(label)
+	return entrySummary{
+		LeafIndex:   index,
+		ID:          f.ID,
+		Digest:      "sha256-" + base64.StdEncoding.EncodeToString(sum[:]),
+		Method:      f.CredentialSubject.Method.ID,
+		Verdict:     f.CredentialSubject.Verdict,
+		IssuedAt:    f.ValidFrom,
+		MethodShort: shortMethod(f.CredentialSubject.Method.ID),
+	}
+}
+
+func shortMethod(id string) string {
+	if s, ok := methodShort[id]; ok {
+		return s
+	}
+	return id
+}

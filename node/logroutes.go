@@ -1,0 +1,160 @@
+package node
+
+import (
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+
+	hlog "github.com/histor-observer/histor/log"
+)
+
+// defaultEntriesSpan is how many entries /api/v1/log/entries returns when no
+// end is given, as in HISTOR.
+const defaultEntriesSpan = 100
+
+func (a *api) serveLatestSTH(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-cache")
+	writeBody(w, "application/json", a.log.Latest().STH)
+}
+
+// serveSTHAt answers /api/v1/log/sth/<size>: the most recent head signed at
+// exactly that size.
+func (a *api) serveSTHAt(w http.ResponseWriter, r *http.Request, s string) {
+	size, ok := parseCanonicalUint(s)
+	if !ok {
+		a.fail(w, http.StatusBadRequest, "tree size must be a decimal integer without sign or leading zeros")
+		return
+	}
+	head, err := a.log.HeadAt(size)
+	if errors.Is(err, hlog.ErrNotFound) {
+		a.fail(w, http.StatusNotFound, "no signed tree head at that size")
+		return
+	}
+	if err != nil {
+		a.internal(w, r, "reading head", err)
+		return
+	}
+	writeBody(w, "application/json", head.STH)
+}
+
+// serveInclusion answers /api/v1/log/proof/inclusion?leaf_index=&tree_size=.
+func (a *api) serveInclusion(w http.ResponseWriter, r *http.Request) {
+	leaf, size := uintParam{name: "leaf_index"}, uintParam{name: "tree_size"}
+	if err := a.params(r, &leaf, &size); err != nil {
+		a.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	switch {
+	case size.value < 1:
+		a.fail(w, http.StatusBadRequest, "tree_size must be at least 1")
+		return
+	case leaf.value >= size.value:
+		a.fail(w, http.StatusBadRequest, "leaf_index must be below tree_size")
+		return
+	case size.value > a.log.Size():
+		a.fail(w, http.StatusBadRequest, "tree_size is larger than the log")
+		return
+	}
+	proof, err := a.log.InclusionProof(leaf.value, size.value)
+	if err != nil {
+		a.proofFailed(w, r, err)
+		return
+	}
+	b := getBuf()
+	defer putBuf(b)
+	*b = append(*b, `{"leafIndex":`...)
+	*b = strconv.AppendUint(*b, leaf.value, 10)
+	*b = append(*b, `,"treeSize":`...)
+	*b = strconv.AppendUint(*b, size.value, 10)
+	*b = append(*b, `,"proof":`...)
+	*b = appendHexList(*b, proof)
+	*b = append(*b, '}')
+	writeBody(w, "application/json", *b)
+}
+
+// serveConsistency answers /api/v1/log/proof/consistency?first=&second=.
+func (a *api) serveConsistency(w http.ResponseWriter, r *http.Request) {
+	first, second := uintParam{name: "first"}, uintParam{name: "second"}
+	if err := a.params(r, &first, &second); err != nil {
+		a.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	switch {
+	case first.value < 1:
+		a.fail(w, http.StatusBadRequest, "first must be at least 1")
+		return
+	case first.value > second.value:
+		a.fail(w, http.StatusBadRequest, "first must not exceed second")
+		return
+	case second.value > a.log.Size():
+		a.fail(w, http.StatusBadRequest, "second is larger than the log")
+		return
+	}
+	var proof [][32]byte
+	if first.value < second.value { // RFC 9162: between equal sizes the proof is empty
+		var err error
+		if proof, err = a.log.ConsistencyProof(first.value, second.value); err != nil {
+			a.proofFailed(w, r, err)
+			return
+		}
+	}
+	b := getBuf()
+	defer putBuf(b)
+	*b = append(*b, `{"first":`...)
+	*b = strconv.AppendUint(*b, first.value, 10)
+	*b = append(*b, `,"second":`...)
+	*b = strconv.AppendUint(*b, second.value, 10)
+	*b = append(*b, `,"proof":`...)
+	*b = appendHexList(*b, proof)
+	*b = append(*b, '}')
+	writeBody(w, "application/json", *b)
+}
+
+// params reads and requires the named parameters.
+func (a *api) params(r *http.Request, ps ...*uintParam) error {
+	if err := readUints(r.URL.RawQuery, ps...); err != nil {
+		return err
+	}
+	return require(ps...)
+}
+
+// proofFailed maps a log error for arguments already checked here: a range
+// error means the log disagrees with our bounds (the tree moved under us is
+// impossible, it only grows), so it is still the caller's 400.
+func (a *api) proofFailed(w http.ResponseWriter, r *http.Request, err error) {
+	var re *hlog.RangeError
+	if errors.As(err, &re) || errors.Is(err, hlog.ErrNotFound) {
+		a.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	a.internal(w, r, "computing proof", err)
+}
+
+// appendHexList appends a JSON array of lowercase hex hashes, the form
+// HISTOR's proofs take.
+func appendHexList(b []byte, hashes [][32]byte) []byte {
+	b = append(b, '[')
+	for i := range hashes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = hex.AppendEncode(b, hashes[i][:])
+		b = append(b, '"')
+	}
+	return append(b, ']')
+}
+
+// bufPool recycles response buffers; proofs are the hot path and a proof
+// answer is about 1.5 KB at a million leaves.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+func getBuf() *[]byte { b := bufPool.Get().(*[]byte); *b = (*b)[:0]; return b }
+
+func putBuf(b *[]byte) {
+	if cap(*b) <= 64<<10 { // don't keep the occasional huge buffer alive
+		bufPool.Put(b)
+	}
+}
