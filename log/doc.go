@@ -1,0 +1,12 @@
+// Package log is the node's append-only Merkle log: an RFC 9162 tree of
+// signed labels kept in Pebble, with content-addressed evidence beside it.
+//
+// Hashes are stored by C2SP tlog-tiles tile (height 8), one Pebble value per
+// tile, so a proof costs a few reads and the tiles can be served as they are.
+// One sequencer goroutine groups concurrent appends into batches; each batch
+// (entries, evidence, tiles and a newly signed head in both forms) is one
+// synced Pebble write, and no caller is answered before it is durable.
+//
+// Every head is kept twice over the same tree: a histor.sth/v1 JSON document
+// signed like HISTOR's, and a C2SP tlog-checkpoint signed note.
+package log

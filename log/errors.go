@@ -1,0 +1,48 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotFound is returned when a key, entry, head, tile or evidence body is
+// not in the log.
+var ErrNotFound = errors.New("not found")
+
+// ErrClosed is returned by calls made after Close.
+var ErrClosed = errors.New("log is closed")
+
+// CorruptError says the stored log cannot be trusted; What names the part
+// that is missing or wrong. Open never signs over a store that gives one.
+type CorruptError struct {
+	What string
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("corrupt log: %s: %v", e.What, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// RangeError reports an argument outside what the log holds or allows.
+type RangeError struct {
+	What string
+}
+
+func (e *RangeError) Error() string { return "out of range: " + e.What }
+
+// EntryError refuses one entry or evidence body of an Append; nothing of that
+// call was written.
+type EntryError struct {
+	ID     string // label id or evidence SRI
+	Reason string
+}
+
+func (e *EntryError) Error() string {
+	return fmt.Sprintf("refusing %q: %s", e.ID, e.Reason)
+}
+
+func corrupt(what string, err error) error {
+	return &CorruptError{What: what, Err: err}
+}

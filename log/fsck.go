@@ -1,0 +1,248 @@
+package log
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/cockroachdb/pebble"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// FsckReport is what Fsck found. An empty Problems means the store agrees
+// with itself everywhere.
+type FsckReport struct {
+	Problems []string
+	Size     uint64 // entries found
+	Heads    int    // heads checked
+}
+
+// maxFsckProblems stops a badly broken store from filling memory.
+const maxFsckProblems = 1000
+
+type fsck struct {
+	db       *pebble.DB
+	report   *FsckReport
+	pub      ed25519.PublicKey
+	verifier note.Verifier
+	logger   *slog.Logger
+}
+
+func (f *fsck) problem(format string, args ...any) {
+	if len(f.report.Problems) < maxFsckProblems {
+		f.report.Problems = append(f.report.Problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// Fsck opens the store in dir read-only and re-derives every tile and every
+// head's root from the stored entries, reporting each disagreement. It
+// returns an error only when it could not check at all.
+func Fsck(ctx context.Context, dir string, logger *slog.Logger) (*FsckReport, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	db, cache, err := openPebble(dir, 64<<20, logger, true)
+	if err != nil {
+		return nil, err
+	}
+	defer cache.Unref()
+	defer db.Close()
+	f := &fsck{db: db, report: &FsckReport{}, logger: logger}
+	if err := f.readMeta(); err != nil {
+		return nil, err
+	}
+	heads := f.checkHeads()
+	if err := f.checkEntries(ctx, heads); err != nil {
+		return nil, err
+	}
+	f.checkLabelCount()
+	return f.report, nil
+}
+
+func (f *fsck) readMeta() error {
+	meta, err := getValue(f.db, keyMeta)
+	if err != nil || len(meta) <= ed25519.PublicKeySize {
+		return corrupt("meta record", fmt.Errorf("unreadable: %v", err))
+	}
+	f.pub = ed25519.PublicKey(meta[:ed25519.PublicKeySize])
+	v, err := NewVerifier(string(meta[ed25519.PublicKeySize:]), f.pub)
+	if err != nil {
+		return corrupt("meta record", err)
+	}
+	f.verifier = v
+	return nil
+}
+
+// checkHeads verifies every stored head and returns them by size.
+func (f *fsck) checkHeads() []*headRecord {
+	var heads []*headRecord
+	it, err := f.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixHead}, UpperBound: []byte{prefixHead + 1}})
+	if err != nil {
+		f.problem("reading heads: %v", err)
+		return nil
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		rec, err := decodeHead(it.Value())
+		if err == nil && !bytes.Equal(it.Key(), headKey(rec.Size, rec.Seq)) {
+			err = fmt.Errorf("stored under the wrong key")
+		}
+		if err == nil {
+			err = checkHead(rec, f.pub, f.verifier)
+		}
+		if err != nil {
+			f.problem("head %x: %v", it.Key(), err)
+			continue
+		}
+		heads = append(heads, rec)
+	}
+	if err := it.Close(); err != nil {
+		f.problem("reading heads: %v", err)
+	}
+	f.report.Heads = len(heads)
+	sort.SliceStable(heads, func(i, j int) bool { return heads[i].Seq < heads[j].Seq })
+	f.checkHeadOrder(heads)
+	return heads
+}
+
+// checkHeadOrder: sizes never decrease in signing order, times never go
+// back, and the latest record is the last head.
+func (f *fsck) checkHeadOrder(heads []*headRecord) {
+	for i := 1; i < len(heads); i++ {
+		if heads[i].Size < heads[i-1].Size || heads[i].Time.Before(heads[i-1].Time) {
+			f.problem("head seq %d (size %d) goes back from seq %d (size %d)", heads[i].Seq, heads[i].Size, heads[i-1].Seq, heads[i-1].Size)
+		}
+	}
+	raw, err := getValue(f.db, keyLatest)
+	if err != nil {
+		f.problem("latest head: %v", err)
+		return
+	}
+	if len(heads) == 0 || !bytes.Equal(raw, heads[len(heads)-1].encode()) {
+		f.problem("latest head is not the last head signed")
+	}
+}
+
+// checkEntries walks every entry in order, rebuilding the tiles and
+// comparing each completed tile, each head's root and each label index.
+func (f *fsck) checkEntries(ctx context.Context, heads []*headRecord) error {
+	sort.SliceStable(heads, func(i, j int) bool { return heads[i].Size < heads[j].Size })
+	tiles := &tileState{}
+	put := func(level int, n uint64, data []byte) {
+		if len(data) == fullTile {
+			f.compareTile(level, n, data)
+		}
+	}
+	f.checkRootsAt(tiles, &heads)
+	it, err := f.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixEntry}, UpperBound: []byte{prefixEntry + 1}})
+	if err != nil {
+		return fmt.Errorf("reading entries: %w", err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if tiles.size%65536 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !bytes.Equal(it.Key(), entryKey(tiles.size)) {
+			f.problem("entry %d missing (next key %x)", tiles.size, it.Key())
+			break
+		}
+		f.checkLabelIndex(tiles.size, it.Value())
+		tiles.appendLeaves([][32]byte{leafHash(it.Value())}, put)
+		f.checkRootsAt(tiles, &heads)
+	}
+	if err := it.Error(); err != nil {
+		f.problem("reading entries: %v", err)
+	}
+	f.report.Size = tiles.size
+	for _, h := range heads {
+		f.problem("head size %d is beyond the %d entries stored", h.Size, tiles.size)
+	}
+	f.checkEdges(tiles)
+	return nil
+}
+
+// checkRootsAt compares the root with every head at the current size and
+// drops them from heads.
+func (f *fsck) checkRootsAt(tiles *tileState, heads *[]*headRecord) {
+	hs := *heads
+	for len(hs) > 0 && hs[0].Size == tiles.size {
+		if root := tiles.root(); root != hs[0].Root {
+			f.problem("head seq %d size %d: root %x, entries give %x", hs[0].Seq, hs[0].Size, hs[0].Root, root)
+		}
+		hs = hs[1:]
+	}
+	*heads = hs
+}
+
+func (f *fsck) compareTile(level int, n uint64, want []byte) {
+	got, err := getValue(f.db, tileKey(level, n))
+	if err != nil {
+		f.problem("tile %d/%d: %v", level, n, err)
+	} else if !bytes.Equal(got, want) {
+		f.problem("tile %d/%d: stored hashes differ from the entries' (%d bytes stored)", level, n, len(got))
+	}
+}
+
+// checkEdges compares the partial tiles and refuses tiles beyond the tree.
+func (f *fsck) checkEdges(tiles *tileState) {
+	for level, e := range tiles.edges {
+		if len(e) > 0 {
+			f.compareTile(level, tiles.edgeIndex(level), e)
+		}
+	}
+	it, err := f.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTile}, UpperBound: []byte{prefixTile + 1}})
+	if err != nil {
+		f.problem("reading tiles: %v", err)
+		return
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) != 10 {
+			f.problem("tile key %x malformed", k)
+			continue
+		}
+		level, n := int(k[1]), binary.BigEndian.Uint64(k[2:])
+		if have := tiles.size >> (tileHeight * uint(level)); n*tileWidth >= have {
+			f.problem("tile %d/%d lies beyond the tree of size %d", level, n, tiles.size)
+		}
+	}
+}
+
+// checkLabelIndex checks that the label's id member maps back to index.
+func (f *fsck) checkLabelIndex(index uint64, label []byte) {
+	var doc struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(label, &doc); err != nil || doc.ID == "" {
+		f.problem("entry %d: no label id (%v)", index, err)
+		return
+	}
+	v, err := getValue(f.db, labelKey(doc.ID))
+	if err != nil || len(v) != 8 || binary.BigEndian.Uint64(v) != index {
+		f.problem("entry %d: label index for %q does not point back (%x, %v)", index, doc.ID, v, err)
+	}
+}
+
+func (f *fsck) checkLabelCount() {
+	it, err := f.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixLabel}, UpperBound: []byte{prefixLabel + 1}})
+	if err != nil {
+		f.problem("reading label index: %v", err)
+		return
+	}
+	var n uint64
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		f.problem("reading label index: %v", err)
+	}
+	if n != f.report.Size {
+		f.problem("%d label ids indexed for %d entries", n, f.report.Size)
+	}
+}

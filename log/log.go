@@ -1,0 +1,163 @@
+package log
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Config is everything Open needs.
+type Config struct {
+	// Dir is the Pebble directory; created if missing or empty.
+	Dir string
+	// Origin is the C2SP checkpoint origin and note key name, e.g.
+	// "histor.example/log". It never changes for a log.
+	Origin string
+	// Key signs heads and checkpoints (and labels, elsewhere). It never
+	// changes for a log: Open refuses a different one.
+	Key ed25519.PrivateKey
+	// DID is the did:key of Key, the STH "log" member.
+	DID string
+	// Logger receives the log's messages; nil discards them.
+	Logger *slog.Logger
+	// CacheBytes is Pebble's block cache; 0 means 128 MiB.
+	CacheBytes int64
+	// MaxBatch is the most entries sequenced in one synced write; 0 means
+	// 1024. A single Append larger than this is still one write.
+	MaxBatch int
+	// Now is the clock; nil means time.Now. Head timestamps never go
+	// backwards even when it does.
+	Now func() time.Time
+}
+
+const (
+	defaultCacheBytes = 128 << 20
+	defaultMaxBatch   = 1024
+	// MaxEntryBytes is the C2SP tlog-tiles bound on one entry.
+	MaxEntryBytes = 65535
+	// MaxAppend is the most entries one Append call may carry.
+	MaxAppend = 1 << 16
+	// MaxRange is the most entries one Entries call returns.
+	MaxRange = 1 << 16
+)
+
+// Head is one signed tree head, in both its forms.
+type Head struct {
+	Size       uint64
+	Root       [32]byte
+	Time       time.Time // second precision, UTC
+	STH        []byte    // the signed histor.sth/v1 document as served
+	Checkpoint []byte    // the C2SP signed note
+}
+
+// Log is an open log. Its methods are safe for concurrent use.
+type Log struct {
+	cfg      Config
+	db       *pebble.DB
+	cache    *pebble.Cache
+	logger   *slog.Logger
+	signer   note.Signer
+	verifier note.Verifier
+
+	reqs    chan *appendReq
+	quit    chan struct{} // closed by Close
+	stopped chan struct{} // closed when the sequencer has returned
+	once    sync.Once
+
+	mu     sync.RWMutex
+	latest headRecord // guarded by mu; size and seq never decrease
+	// tiles is owned by the sequencer goroutine once Open returns.
+	tiles *tileState
+	// failed is set by the sequencer when a commit failed; every later
+	// Append is refused, because the store's state is then unknown.
+	failed error
+}
+
+// Open opens or creates the log in cfg.Dir, checks the stored state (see
+// checkStored) and starts the sequencer. A new log signs a size-0 head.
+func Open(ctx context.Context, cfg Config) (*Log, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	l := &Log{cfg: cfg, logger: cfg.Logger}
+	var err error
+	if l.verifier, err = NewVerifier(cfg.Origin, cfg.Key.Public().(ed25519.PublicKey)); err != nil {
+		return nil, fmt.Errorf("opening log: %w", err)
+	}
+	l.signer = newNoteSigner(cfg.Origin, cfg.Key)
+	if l.db, l.cache, err = openPebble(cfg.Dir, cfg.CacheBytes, l.logger, false); err != nil {
+		return nil, err
+	}
+	if err := l.load(); err != nil {
+		l.closeDB()
+		return nil, err
+	}
+	l.reqs = make(chan *appendReq, cfg.MaxBatch)
+	l.quit = make(chan struct{})
+	l.stopped = make(chan struct{})
+	go l.sequence()
+	l.logger.Info("log open", "dir", cfg.Dir, "size", l.Size(), "origin", cfg.Origin)
+	return l, nil
+}
+
+func (c *Config) validate() error {
+	if c.Dir == "" || c.Origin == "" || c.DID == "" {
+		return fmt.Errorf("opening log: Dir, Origin and DID are required")
+	}
+	if len(c.Key) != ed25519.PrivateKeySize {
+		return fmt.Errorf("opening log: Key is not an Ed25519 private key")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.CacheBytes <= 0 {
+		c.CacheBytes = defaultCacheBytes
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = defaultMaxBatch
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// Close stops the sequencer after its current batch and closes the store.
+func (l *Log) Close() error {
+	var err error
+	l.once.Do(func() {
+		close(l.quit)
+		<-l.stopped
+		err = l.closeDB()
+	})
+	return err
+}
+
+func (l *Log) closeDB() error {
+	err := l.db.Close()
+	l.cache.Unref()
+	if err != nil {
+		return fmt.Errorf("closing log store: %w", err)
+	}
+	return nil
+}
+
+// Latest returns the most recently signed head.
+func (l *Log) Latest() Head {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.latest.Head
+}
+
+// Size returns the size of the latest head; every entry below it is durable.
+func (l *Log) Size() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.latest.Size
+}

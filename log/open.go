@@ -1,0 +1,265 @@
+package log
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cockroachdb/pebble"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// openPebble opens the store in dir after checking that a non-empty dir
+// looks like a whole Pebble store, and that every live table has the size
+// the MANIFEST recorded (Pebble itself reads a table only when asked, so a
+// truncated one would otherwise pass until the first unlucky read).
+func openPebble(dir string, cacheBytes int64, logger *slog.Logger, readOnly bool) (db *pebble.DB, cache *pebble.Cache, err error) {
+	if err := checkDirShape(dir, readOnly); err != nil {
+		return nil, nil, err
+	}
+	cache = pebble.NewCache(cacheBytes)
+	defer func() {
+		if p := recover(); p != nil {
+			err = corrupt("pebble store", fmt.Errorf("%v", p))
+		}
+		if err != nil {
+			cache.Unref()
+		}
+	}()
+	db, err = pebble.Open(dir, pebbleOptions(cache, pebbleLogger{logger}, readOnly))
+	if err != nil {
+		return nil, nil, corrupt("pebble store", err)
+	}
+	if err := checkTables(db, dir); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, cache, nil
+}
+
+func checkDirShape(dir string, readOnly bool) error {
+	names, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) && !readOnly {
+		return os.MkdirAll(dir, 0o700)
+	}
+	if err != nil {
+		return fmt.Errorf("reading log directory: %w", err)
+	}
+	if len(names) == 0 && !readOnly {
+		return nil
+	}
+	var current, options bool
+	for _, n := range names {
+		current = current || n.Name() == "CURRENT"
+		options = options || strings.HasPrefix(n.Name(), "OPTIONS-")
+	}
+	if !current {
+		return corrupt("pebble CURRENT file", errors.New("missing from a non-empty directory"))
+	}
+	if !options {
+		return corrupt("pebble OPTIONS file", errors.New("missing"))
+	}
+	return nil
+}
+
+func checkTables(db *pebble.DB, dir string) error {
+	levels, err := db.SSTables()
+	if err != nil {
+		return corrupt("pebble table list", err)
+	}
+	for _, level := range levels {
+		for _, t := range level {
+			name := fmt.Sprintf("%06d.sst", t.BackingSSTNum)
+			fi, err := os.Stat(filepath.Join(dir, name))
+			if err != nil {
+				return corrupt("pebble table "+name, err)
+			}
+			if !t.Virtual && uint64(fi.Size()) != t.Size {
+				return corrupt("pebble table "+name,
+					fmt.Errorf("%d bytes on disk, %d in the MANIFEST", fi.Size(), t.Size))
+			}
+		}
+	}
+	return nil
+}
+
+// load reads and checks the stored state, or starts a new log in an empty
+// store. Nothing is signed unless the store is empty or every check passed.
+func (l *Log) load() error {
+	pub := l.cfg.Key.Public().(ed25519.PublicKey)
+	meta, err := getValue(l.db, keyMeta)
+	if errors.Is(err, ErrNotFound) {
+		return l.create(pub)
+	}
+	if err != nil {
+		return corrupt("meta record", err)
+	}
+	if len(meta) < ed25519.PublicKeySize || !bytes.Equal(meta[:ed25519.PublicKeySize], pub) {
+		return errors.New("opening log: the key is not the one this log was created with")
+	}
+	if string(meta[ed25519.PublicKeySize:]) != l.cfg.Origin {
+		return fmt.Errorf("opening log: origin %q is not this log's %q", l.cfg.Origin, meta[ed25519.PublicKeySize:])
+	}
+	rec, err := readLatest(l.db, pub, l.verifier)
+	if err != nil {
+		return err
+	}
+	if sth, _ := ParseSTH(rec.STH); sth.Log != l.cfg.DID {
+		return fmt.Errorf("opening log: DID %q is not this log's %q", l.cfg.DID, sth.Log)
+	}
+	tiles, err := checkTree(l.db, rec)
+	if err != nil {
+		return err
+	}
+	l.latest, l.tiles = *rec, tiles
+	return nil
+}
+
+// create starts a log in an empty store: the meta record and a signed
+// size-0 head, in one synced write.
+func (l *Log) create(pub ed25519.PublicKey) error {
+	it, err := l.db.NewIter(nil)
+	if err != nil {
+		return corrupt("pebble store", err)
+	}
+	empty := !it.First()
+	if err := it.Close(); err != nil {
+		return corrupt("pebble store", err)
+	}
+	if !empty {
+		return corrupt("meta record", errors.New("missing from a non-empty store"))
+	}
+	l.tiles = &tileState{}
+	rec, err := l.newHead(l.tiles, 0)
+	if err != nil {
+		return err
+	}
+	b := l.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(keyMeta, append(append([]byte(nil), pub...), l.cfg.Origin...), nil)
+	l.putHead(b, rec)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("creating log: %w", err)
+	}
+	l.latest = *rec
+	l.logger.Info("new log", "origin", l.cfg.Origin, "did", l.cfg.DID)
+	return nil
+}
+
+// readLatest reads the latest head and checks both its signatures and that
+// it is the last head stored.
+func readLatest(db pebble.Reader, pub ed25519.PublicKey, v note.Verifier) (*headRecord, error) {
+	raw, err := getValue(db, keyLatest)
+	if err != nil {
+		return nil, corrupt("latest head", err)
+	}
+	rec, err := decodeHead(raw)
+	if err != nil {
+		return nil, corrupt("latest head", err)
+	}
+	if err := checkHead(rec, pub, v); err != nil {
+		return nil, corrupt("latest head", err)
+	}
+	last, err := lastHeadKey(db)
+	if err != nil {
+		return nil, corrupt("head history", err)
+	}
+	if !bytes.Equal(last, headKey(rec.Size, rec.Seq)) {
+		return nil, corrupt("head history", fmt.Errorf("last stored head is not the latest (size %d seq %d)", rec.Size, rec.Seq))
+	}
+	return rec, nil
+}
+
+func lastHeadKey(db pebble.Reader) ([]byte, error) {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixHead}, UpperBound: []byte{prefixHead + 1}})
+	if err != nil {
+		return nil, err
+	}
+	var last []byte
+	if it.Last() {
+		last = append([]byte(nil), it.Key()...)
+	}
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	if last == nil {
+		return nil, ErrNotFound
+	}
+	return last, nil
+}
+
+// checkHead verifies a stored head's two signed forms and that they say what
+// the record says.
+func checkHead(rec *headRecord, pub ed25519.PublicKey, v note.Verifier) error {
+	sth, err := VerifySTH(rec.STH, pub)
+	if err != nil {
+		return err
+	}
+	if sth.TreeSize != rec.Size || sth.Root != rec.Root || !sth.Time.Equal(rec.Time) {
+		return errors.New("STH does not match the head record")
+	}
+	cp, err := ParseCheckpoint(rec.Checkpoint, v)
+	if err != nil {
+		return err
+	}
+	if cp.Size != rec.Size || cp.Root != rec.Root {
+		return errors.New("checkpoint does not match the head record")
+	}
+	return nil
+}
+
+// checkTree loads the edge tiles for the head's size and checks that they
+// give the head's root, that the last entry's leaf hash is in its tile, and
+// that no entry lies beyond the head.
+func checkTree(db pebble.Reader, rec *headRecord) (*tileState, error) {
+	t := &tileState{size: rec.Size}
+	levels, index, width := edgeWidths(rec.Size)
+	for i, level := range levels {
+		for len(t.edges) <= level {
+			t.edges = append(t.edges, make([]byte, 0, fullTile))
+		}
+		data, err := getValue(db, tileKey(level, index[i]))
+		what := fmt.Sprintf("tile %d/%d", level, index[i])
+		if err != nil {
+			return nil, corrupt(what, err)
+		}
+		if len(data) != width[i]*hashSize {
+			return nil, corrupt(what, fmt.Errorf("%d bytes, want %d for size %d", len(data), width[i]*hashSize, rec.Size))
+		}
+		t.edges[level] = append(t.edges[level], data...)
+	}
+	if root := t.root(); root != rec.Root {
+		return nil, corrupt("tiles", fmt.Errorf("root %x from stored tiles, head says %x", root, rec.Root))
+	}
+	if err := checkLastEntry(db, rec.Size); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func checkLastEntry(db pebble.Reader, size uint64) error {
+	if _, err := getValue(db, entryKey(size)); !errors.Is(err, ErrNotFound) {
+		return corrupt(fmt.Sprintf("entry %d", size), fmt.Errorf("present beyond the head (%v)", err))
+	}
+	if size == 0 {
+		return nil
+	}
+	entry, err := getValue(db, entryKey(size-1))
+	if err != nil {
+		return corrupt(fmt.Sprintf("entry %d", size-1), err)
+	}
+	tile, err := getValue(db, tileKey(0, (size-1)/tileWidth))
+	if err != nil {
+		return corrupt(fmt.Sprintf("tile 0/%d", (size-1)/tileWidth), err)
+	}
+	off := int((size-1)%tileWidth) * hashSize
+	if len(tile) < off+hashSize || [32]byte(tile[off:off+hashSize]) != leafHash(entry) {
+		return corrupt(fmt.Sprintf("entry %d", size-1), errors.New("leaf hash is not the one in its tile"))
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// HeadAt returns the most recent head signed at size.
+func (l *Log) HeadAt(size uint64) (Head, error) {
+	lower := binary.BigEndian.AppendUint64([]byte{prefixHead}, size)
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	if err != nil {
+		return Head{}, fmt.Errorf("reading head %d: %w", size, err)
+	}
+	var raw []byte
+	if it.Last() {
+		raw = append([]byte(nil), it.Value()...)
+	}
+	if err := it.Close(); err != nil {
+		return Head{}, fmt.Errorf("reading head %d: %w", size, err)
+	}
+	if raw == nil {
+		return Head{}, ErrNotFound
+	}
+	rec, err := decodeHead(raw)
+	if err != nil {
+		return Head{}, corrupt(fmt.Sprintf("head %d", size), err)
+	}
+	return rec.Head, nil
+}
+
+// Entry returns the label at index.
+func (l *Log) Entry(index uint64) ([]byte, error) {
+	if index >= l.Size() {
+		return nil, ErrNotFound
+	}
+	v, err := getValue(l.db, entryKey(index))
+	if err != nil {
+		return nil, fmt.Errorf("reading entry %d: %w", index, err)
+	}
+	return v, nil
+}
+
+// Entries returns the labels [start, end); end must not pass Size and the
+// range must not exceed MaxRange.
+func (l *Log) Entries(start, end uint64) ([][]byte, error) {
+	size := l.Size()
+	if start > end || end > size || end-start > MaxRange {
+		return nil, &RangeError{What: fmt.Sprintf("entries [%d, %d) of a log of size %d (at most %d at once)", start, end, size, MaxRange)}
+	}
+	return l.scanEntries(start, end)
+}
+
+func (l *Log) scanEntries(start, end uint64) ([][]byte, error) {
+	out := make([][]byte, 0, end-start)
+	if start == end {
+		return out, nil
+	}
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(start), UpperBound: entryKey(end)})
+	if err != nil {
+		return nil, fmt.Errorf("reading entries: %w", err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if want := entryKey(start + uint64(len(out))); string(it.Key()) != string(want) {
+			it.Close()
+			return nil, corrupt(fmt.Sprintf("entry %d", start+uint64(len(out))), ErrNotFound)
+		}
+		out = append(out, append([]byte(nil), it.Value()...))
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("reading entries: %w", err)
+	}
+	if uint64(len(out)) != end-start {
+		return nil, corrupt(fmt.Sprintf("entry %d", start+uint64(len(out))), ErrNotFound)
+	}
+	return out, nil
+}
+
+// LabelIndex returns the index of the label with this id.
+func (l *Log) LabelIndex(id string) (uint64, error) {
+	v, err := getValue(l.db, labelKey(id))
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, corrupt("label index "+id, errors.New("not 8 bytes"))
+	}
+	i := binary.BigEndian.Uint64(v)
+	if i >= l.Size() {
+		// Written by a batch whose head is not yet published.
+		return 0, ErrNotFound
+	}
+	return i, nil
+}
+
+// Evidence returns the body of kind stored under sri.
+func (l *Log) Evidence(kind, sri string) ([]byte, error) {
+	if !evidenceKinds[kind] {
+		return nil, ErrNotFound
+	}
+	return getValue(l.db, evidenceKey(kind, sri))
+}
+
+func (l *Log) readTile(level int, n uint64) ([]byte, error) {
+	return getValue(l.db, tileKey(level, n))
+}
+
+func (l *Log) hashes() hashReader { return hashReader{get: l.readTile} }
+
+// RootAt returns the root of the tree of the first size entries.
+func (l *Log) RootAt(size uint64) ([32]byte, error) {
+	if size > l.Size() {
+		return [32]byte{}, &RangeError{What: fmt.Sprintf("size %d beyond the log's %d", size, l.Size())}
+	}
+	if size == 0 {
+		return emptyRoot, nil
+	}
+	h, err := tlog.TreeHash(int64(size), l.hashes())
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("computing root at %d: %w", size, err)
+	}
+	return h, nil
+}
+
+// InclusionProof proves entry index is in the tree of the given size
+// (RFC 9162 §2.1.3).
+func (l *Log) InclusionProof(index, size uint64) ([][32]byte, error) {
+	if size > l.Size() || index >= size {
+		return nil, &RangeError{What: fmt.Sprintf("leaf %d in a tree of size %d (log size %d)", index, size, l.Size())}
+	}
+	p, err := tlog.ProveRecord(int64(size), int64(index), l.hashes())
+	if err != nil {
+		return nil, fmt.Errorf("proving inclusion of %d in %d: %w", index, size, err)
+	}
+	return toHashes(p), nil
+}
+
+// ConsistencyProof proves the tree of size first is a prefix of the tree of
+// size second (RFC 9162 §2.1.4); it is empty when first is 0 or second.
+func (l *Log) ConsistencyProof(first, second uint64) ([][32]byte, error) {
+	if first > second || second > l.Size() {
+		return nil, &RangeError{What: fmt.Sprintf("consistency %d → %d (log size %d)", first, second, l.Size())}
+	}
+	if first == 0 || first == second {
+		return [][32]byte{}, nil
+	}
+	p, err := tlog.ProveTree(int64(second), int64(first), l.hashes())
+	if err != nil {
+		return nil, fmt.Errorf("proving consistency %d → %d: %w", first, second, err)
+	}
+	return toHashes(p), nil
+}
+
+func toHashes(p []tlog.Hash) [][32]byte {
+	out := make([][32]byte, len(p))
+	for i, h := range p {
+		out[i] = h
+	}
+	return out
+}
+
+// HashTile returns a C2SP hash tile: width 256 is a full tile, 1..255 a
+// partial one. The tile must lie within Size.
+func (l *Log) HashTile(level, index uint64, width int) ([]byte, error) {
+	if level >= 64 || width < 1 || width > tileWidth {
+		return nil, ErrNotFound
+	}
+	have := l.Size() >> (tileHeight * level)
+	if index > have/tileWidth || index*tileWidth+uint64(width) > have {
+		return nil, ErrNotFound
+	}
+	data, err := l.readTile(int(level), index)
+	if err != nil {
+		return nil, fmt.Errorf("reading tile %d/%d: %w", level, index, err)
+	}
+	if len(data) < width*hashSize {
+		return nil, corrupt(fmt.Sprintf("tile %d/%d", level, index), fmt.Errorf("%d bytes, want %d", len(data), width*hashSize))
+	}
+	return data[:width*hashSize], nil
+}
+
+// EntryBundle returns a C2SP entry bundle: entries [256·index, 256·index+width),
+// each as a big-endian uint16 length and the label bytes.
+func (l *Log) EntryBundle(index uint64, width int) ([]byte, error) {
+	if width < 1 || width > tileWidth || index > (1<<56) {
+		return nil, ErrNotFound
+	}
+	start := index * tileWidth
+	end := start + uint64(width)
+	if end > l.Size() {
+		return nil, ErrNotFound
+	}
+	entries, err := l.scanEntries(start, end)
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	for _, e := range entries {
+		n += 2 + len(e)
+	}
+	out := make([]byte, 0, n)
+	for _, e := range entries {
+		out = binary.BigEndian.AppendUint16(out, uint16(len(e)))
+		out = append(out, e...)
+	}
+	return out, nil
+}
