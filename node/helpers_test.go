@@ -91,3 +91,8 @@ func (tn *testNode) get(t testing.TB, path string) (*http.Response, []byte) {
 	}
 	return resp, body
 }
+
+func sriOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+}

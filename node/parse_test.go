@@ -120,7 +120,7 @@ func TestConfigValidate(t *testing.T) {
 		func(c *Config) { c.LogOrigin = "has space" },
 		func(c *Config) { c.LogOrigin = "a+b" },
 		func(c *Config) { c.LogOrigin = "tab\there" },
-		func(c *Config) { c.WitnessName = c.LogOrigin },
+		func(c *Config) { c.LogOrigin, c.WitnessName = "a.example/log", "a.example/log" },
 		func(c *Config) { c.MaxEntries = 1001 },
 		func(c *Config) { c.MaxEntries = -1 },
 		func(c *Config) { c.ReadTimeout = -1 },

@@ -1,0 +1,310 @@
+package node
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/ed25519"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	hlog "github.com/histor-observer/histor/log"
+	"github.com/histor-observer/histor/log/awr"
+)
+
+// routeSize spans two full level-0 tiles and a partial one, so every tile
+// shape is served.
+const routeSize = 600
+
+type routeCase struct {
+	path   string
+	status int
+	ctype  string // expected Content-Type prefix; "" skips the check
+	cache  string // expected Cache-Control; "" skips the check
+}
+
+func TestRoutes(t *testing.T) {
+	tn := newTestNode(t, routeSize)
+	id0 := url.PathEscape(labelID(0))
+	sriPath := "/api/v1/toolsets/" + tn.sri
+	cases := []routeCase{
+		{"/health", 200, "application/json", "no-store"},
+		{"/api/v1/issuer", 200, "application/json", ""},
+		{"/api/v1/log/sth", 200, "application/json", "no-cache"},
+		{"/api/v1/log/sth/600", 200, "application/json", ""},
+		{"/api/v1/log/sth/0", 200, "application/json", ""},
+		{"/api/v1/log/sth/7", 404, "application/json", "no-store"},
+		{"/api/v1/log/sth/007", 400, "application/json", ""},
+		{"/api/v1/log/sth/x", 400, "application/json", ""},
+		{"/api/v1/log/sth/99999999999999999999", 400, "application/json", ""},
+		{"/api/v1/log/entries", 200, "application/json", ""},
+		{"/api/v1/log/entries?start=5&end=3", 400, "application/json", ""},
+		{"/api/v1/log/entries?start=-1", 400, "application/json", ""},
+		{"/api/v1/log/entries?start=1&start=2", 400, "application/json", ""},
+		{"/api/v1/log/proof/inclusion?leaf_index=3&tree_size=600", 200, "application/json", ""},
+		{"/api/v1/log/proof/inclusion?leaf_index=3", 400, "application/json", ""},
+		{"/api/v1/log/proof/inclusion?tree_size=600", 400, "application/json", ""},
+		{"/api/v1/log/proof/inclusion?leaf_index=600&tree_size=600", 400, "application/json", ""},
+		{"/api/v1/log/proof/inclusion?leaf_index=0&tree_size=0", 400, "application/json", ""},
+		{"/api/v1/log/proof/inclusion?leaf_index=0&tree_size=601", 400, "application/json", ""},
+		{"/api/v1/log/proof/inclusion?leaf_index=a&tree_size=601", 400, "application/json", ""},
+		{"/api/v1/log/proof/consistency?first=10&second=600", 200, "application/json", ""},
+		{"/api/v1/log/proof/consistency?first=600&second=600", 200, "application/json", ""},
+		{"/api/v1/log/proof/consistency?first=0&second=600", 400, "application/json", ""},
+		{"/api/v1/log/proof/consistency?first=11&second=10", 400, "application/json", ""},
+		{"/api/v1/log/proof/consistency?first=1&second=601", 400, "application/json", ""},
+		{"/api/v1/log/proof/consistency?first=1", 400, "application/json", ""},
+		{"/api/v1/labels/" + id0, 200, "application/vc", cacheImmutable},
+		{"/api/v1/labels/urn:uuid:nope", 404, "application/json", ""},
+		{"/api/v1/labels/" + strings.Repeat("a", maxIDBytes+1), 400, "application/json", ""},
+		{"/api/v1/labels/", 404, "application/json", ""},
+		{"/api/v1/labels/" + id0 + "/other", 404, "application/json", ""},
+		{"/api/v1/labels/" + id0 + "/proof", 200, "application/json", ""},
+		{"/api/v1/labels/" + id0 + "/proof?tree_size=600", 200, "application/json", ""},
+		{"/api/v1/labels/" + id0 + "/proof?tree_size=599", 409, "application/json", ""},
+		{"/api/v1/labels/" + id0 + "/proof?tree_size=0", 400, "application/json", ""},
+		{"/api/v1/labels/urn:uuid:nope/proof", 404, "application/json", ""},
+		{sriPath, 200, "application/json", cacheImmutable},
+		{"/api/v1/descriptors/" + tn.sri, 404, "application/json", ""},
+		{"/api/v1/pattern-sets/" + tn.sri, 404, "application/json", ""},
+		{"/api/v1/record-sets/" + tn.sri, 404, "application/json", ""},
+		{"/api/v1/toolsets/sha256-AAAA", 400, "application/json", ""},
+		{"/api/v1/toolsets/" + url.PathEscape(tn.sri), 200, "application/json", cacheImmutable},
+		{"/api/v1/blobs/" + tn.sri, 404, "application/json", ""},
+		{"/api/v1/unknown", 404, "application/json", ""},
+		{"/log/checkpoint", 200, "text/plain; charset=utf-8", "no-cache"},
+		{"/log/tile/0/000", 200, "application/octet-stream", cacheImmutable},
+		{"/log/tile/0/001", 200, "application/octet-stream", cacheImmutable},
+		{"/log/tile/0/002.p/88", 200, "application/octet-stream", "public, max-age=3600"},
+		{"/log/tile/1/000.p/2", 200, "application/octet-stream", ""},
+		{"/log/tile/0/002", 404, "application/json", ""},
+		{"/log/tile/0/003.p/1", 404, "application/json", ""},
+		{"/log/tile/1/000", 404, "application/json", ""},
+		{"/log/tile/0/x000/000", 400, "application/json", ""},
+		{"/log/tile/00/000", 400, "application/json", ""},
+		{"/log/tile/64/000", 400, "application/json", ""},
+		{"/log/tile/0/000.p/256", 400, "application/json", ""},
+		{"/log/tile/entries/000", 200, "application/octet-stream", cacheImmutable},
+		{"/log/tile/entries/002.p/88", 200, "application/octet-stream", ""},
+		{"/log/tile/entries/002", 404, "application/json", ""},
+		{"/log/tile/entries/2", 400, "application/json", ""},
+		{"/log/tile", 404, "application/json", ""},
+		{"/log/", 404, "application/json", ""},
+		{"/", 404, "application/json", ""},
+	}
+	for _, c := range cases {
+		resp, body := tn.get(t, c.path)
+		if resp.StatusCode != c.status {
+			t.Errorf("GET %s: status %d, want %d (%s)", c.path, resp.StatusCode, c.status, body)
+			continue
+		}
+		checkHeaders(t, c, resp)
+		if resp.StatusCode >= 400 {
+			checkErrorBody(t, c.path, body)
+		}
+	}
+}
+
+func checkHeaders(t *testing.T, c routeCase, resp *http.Response) {
+	t.Helper()
+	if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "*" {
+		t.Errorf("GET %s: Access-Control-Allow-Origin %q", c.path, got)
+	}
+	if c.ctype != "" && !strings.HasPrefix(resp.Header.Get("Content-Type"), c.ctype) {
+		t.Errorf("GET %s: Content-Type %q, want %q", c.path, resp.Header.Get("Content-Type"), c.ctype)
+	}
+	if c.cache != "" && resp.Header.Get("Cache-Control") != c.cache {
+		t.Errorf("GET %s: Cache-Control %q, want %q", c.path, resp.Header.Get("Cache-Control"), c.cache)
+	}
+}
+
+// checkErrorBody requires HISTOR's error shape, {"detail": "<non-empty>"}.
+func checkErrorBody(t *testing.T, path string, body []byte) {
+	t.Helper()
+	var e struct{ Detail string }
+	if err := json.Unmarshal(body, &e); err != nil || e.Detail == "" {
+		t.Errorf("GET %s: error body %q is not {\"detail\": ...}", path, body)
+	}
+}
+
+func TestMethodNotAllowed(t *testing.T) {
+	tn := newTestNode(t, 1)
+	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
+		req, _ := http.NewRequest(m, tn.srv.URL+"/api/v1/log/sth", nil)
+		resp, err := tn.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("%s: status %d, Allow %q", m, resp.StatusCode, resp.Header.Get("Allow"))
+		}
+	}
+	resp, err := tn.srv.Client().Head(tn.srv.URL + "/log/checkpoint")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("HEAD /log/checkpoint: %v %v", resp, err)
+	}
+}
+
+func TestHandlerBeforeOpen(t *testing.T) {
+	nd, err := New(Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	nd.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/health", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d before Open, want 503", rec.Code)
+	}
+}
+
+func TestIssuer(t *testing.T) {
+	tn := newTestNode(t, 0)
+	_, body := tn.get(t, "/api/v1/issuer")
+	var doc map[string]any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"did", "publicKeyHex", "name", "profile", "profileUrl", "warden", "patternSet", "recordSet", "logType", "source", "logOrigin", "logVkey", "witnessName", "witnessVkey"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("issuer lacks %q", k)
+		}
+	}
+	pub, err := awr.ParseDIDKey(doc["did"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hex.EncodeToString(pub) != doc["publicKeyHex"] || doc["did"] != tn.node.DID() {
+		t.Errorf("publicKeyHex %v does not match did %v", doc["publicKeyHex"], doc["did"])
+	}
+	if doc["logOrigin"] != "test.example/log" || !strings.HasPrefix(doc["logVkey"].(string), "test.example/log+") ||
+		!strings.HasPrefix(doc["witnessVkey"].(string), "test.example/witness+") {
+		t.Errorf("issuer names: %s", body)
+	}
+}
+
+func TestHealthAndHeads(t *testing.T) {
+	tn := newTestNode(t, 3)
+	_, body := tn.get(t, "/health")
+	var h struct {
+		OK       bool   `json:"ok"`
+		Service  string `json:"service"`
+		TreeSize uint64 `json:"tree_size"`
+	}
+	if err := json.Unmarshal(body, &h); err != nil || !h.OK || h.Service != "histor" || h.TreeSize != 3 {
+		t.Fatalf("health %s: %v", body, err)
+	}
+	pub := tn.node.id.logKey.Public().(ed25519.PublicKey)
+	for _, path := range []string{"/api/v1/log/sth", "/api/v1/log/sth/3", "/api/v1/log/sth/0"} {
+		_, body := tn.get(t, path)
+		sth, err := hlog.VerifySTH(body, pub)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if want := strings.TrimPrefix(path, "/api/v1/log/sth/"); want != path && fmt.Sprint(sth.TreeSize) != want {
+			t.Errorf("%s: treeSize %d", path, sth.TreeSize)
+		}
+	}
+}
+
+func TestEntries(t *testing.T) {
+	tn := newTestNode(t, 1234)
+	cases := []struct {
+		query       string
+		start, want int
+	}{
+		{"", 0, 100},                        // HISTOR's default span
+		{"?start=10&end=15", 10, 5},         // exactly the range
+		{"?start=0&end=5000", 0, 1000},      // never more than 1000
+		{"?start=1000&end=2000", 1000, 234}, // clipped to the log
+		{"?start=1233", 1233, 1},
+		{"?start=1234", 1234, 0},
+		{"?start=99999999", 99999999, 0},
+		{"?start=7&end=7", 7, 0},
+		{"?start=18446744073709551615", 0, 0},
+	}
+	for _, c := range cases {
+		_, body := tn.get(t, "/api/v1/log/entries"+c.query)
+		var got struct {
+			Start   uint64         `json:"start"`
+			Entries []entrySummary `json:"entries"`
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatalf("%s: %v", c.query, err)
+		}
+		if len(got.Entries) != c.want {
+			t.Errorf("%s: %d entries, want %d", c.query, len(got.Entries), c.want)
+		}
+		for i, e := range got.Entries {
+			idx := int(got.Start) + i
+			if e.LeafIndex != uint64(idx) || e.ID != labelID(idx) || e.Verdict != "pass" || e.MethodShort == "" ||
+				e.IssuedAt != "2026-09-23T09:00:00Z" || e.Digest != sriOf(tn.labels[idx]) {
+				t.Fatalf("%s: entry %d = %+v", c.query, i, e)
+			}
+		}
+	}
+}
+
+func TestLabelAndEvidenceBytes(t *testing.T) {
+	tn := newTestNode(t, 5)
+	for i, want := range tn.labels {
+		_, body := tn.get(t, "/api/v1/labels/"+labelID(i))
+		if !bytes.Equal(body, want) {
+			t.Fatalf("label %d: got %q", i, body)
+		}
+	}
+	_, body := tn.get(t, "/api/v1/toolsets/"+tn.sri)
+	if !bytes.Equal(body, tn.evidence) {
+		t.Fatalf("evidence: %q", body)
+	}
+}
+
+func TestEntryBundleGzip(t *testing.T) {
+	tn := newTestNode(t, 300)
+	req, _ := http.NewRequest("GET", tn.srv.URL+"/log/tile/entries/000", nil)
+	req.Header.Set("Accept-Encoding", "gzip") // set by hand, so the client does not decode it
+	resp, err := tn.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != "gzip" || !strings.Contains(resp.Header.Get("Vary"), "Accept-Encoding") {
+		t.Fatalf("headers %v", resp.Header)
+	}
+	zr, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := splitBundle(t, bundle)
+	if len(entries) != 256 || !bytes.Equal(entries[255], tn.labels[255]) {
+		t.Fatalf("bundle: %d entries", len(entries))
+	}
+}
+
+// splitBundle splits a C2SP entry bundle into its uint16-length-prefixed entries.
+func splitBundle(t testing.TB, b []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for len(b) > 0 {
+		if len(b) < 2 {
+			t.Fatalf("bundle: trailing byte")
+		}
+		n := int(binary.BigEndian.Uint16(b))
+		if len(b) < 2+n {
+			t.Fatalf("bundle: entry of %d bytes runs past the end", n)
+		}
+		out, b = append(out, b[2:2+n]), b[2+n:]
+	}
+	return out
+}
