@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -52,6 +53,10 @@ func (a *auditor) fetchHead(ctx context.Context, path string, iss *issuerDoc) (*
 	doc, err := a.get(ctx, path, nil, maxJSONBytes)
 	if err != nil {
 		return nil, err
+	}
+	if !json.Valid(doc) {
+		// Like any unreadable answer, this says nothing yet about the log's honesty.
+		return nil, incomplete("reading "+path, fmt.Errorf("the answer is not JSON"))
 	}
 	h, err := verifyHead(doc, iss.pub)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/BurntSushi/toml"
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
 
@@ -54,7 +55,7 @@ func newApp(d deps) *cli.App {
 			"over the environment, which wins over the file, which wins over the default.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: configFlag, Usage: "read flag values from this TOML `FILE` (keys are flag names)", EnvVars: []string{"HISTOR_CONFIG"}},
-			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "least severe log message to print: debug, info, warn or error", EnvVars: []string{"HISTOR_LOG_LEVEL"}},
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "least severe log message to print: debug, info, warn or error", EnvVars: []string{"HISTOR_LOG_LEVEL"}}),
 		},
 		Commands: []*cli.Command{
 			serveCommand(d), digestCommand(d), keygenCommand(d), labelCommand(d), auditCommand(d), logCommand(d),
@@ -71,6 +72,7 @@ func newApp(d deps) *cli.App {
 			return usageError(err)
 		},
 	}
+	app.Before = altsrc.InitInputSourceWithContext(app.Flags, configSource)
 	withConfigFile(app.Commands)
 	return app
 }
@@ -91,12 +93,54 @@ func withConfigFile(cmds []*cli.Command) {
 	}
 }
 
+// configSource opens the --config file, if any, for altsrc. A key that names no flag of any
+// command is refused rather than ignored: a misspelt setting must not silently keep its default.
 func configSource(c *cli.Context) (altsrc.InputSourceContext, error) {
+	if c.IsSet(configFlag) {
+		if err := checkConfigKeys(c.String(configFlag), flagNames(c.App)); err != nil {
+			return nil, usageError(err)
+		}
+	}
 	src, err := altsrc.NewTomlSourceFromFlagFunc(configFlag)(c)
 	if err != nil {
 		return nil, usageError(fmt.Errorf("reading --config %s: %w", c.String(configFlag), err))
 	}
 	return src, nil
+}
+
+func checkConfigKeys(path string, known map[string]bool) error {
+	var m map[string]any
+	if _, err := toml.DecodeFile(path, &m); err != nil {
+		return fmt.Errorf("reading --config %s: %w", path, err)
+	}
+	for k := range m {
+		if !known[k] || k == configFlag {
+			return fmt.Errorf("reading --config %s: %q is not a histor setting", path, k)
+		}
+	}
+	return nil
+}
+
+// flagNames is every flag name of the app and its commands.
+func flagNames(app *cli.App) map[string]bool {
+	names := map[string]bool{}
+	add := func(flags []cli.Flag) {
+		for _, f := range flags {
+			for _, n := range f.Names() {
+				names[n] = true
+			}
+		}
+	}
+	add(app.Flags)
+	var walk func([]*cli.Command)
+	walk = func(cmds []*cli.Command) {
+		for _, c := range cmds {
+			add(c.Flags)
+			walk(c.Subcommands)
+		}
+	}
+	walk(app.Commands)
+	return names
 }
 
 // logger builds the structured logger every command passes down.

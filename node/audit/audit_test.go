@@ -1,0 +1,296 @@
+package audit_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/histor-observer/histor/node/audit"
+)
+
+func runAudit(t *testing.T, base, state string, opt audit.Options) (*audit.Report, error) {
+	t.Helper()
+	opt.Base, opt.StatePath = base, state
+	return audit.Run(context.Background(), opt)
+}
+
+func mustPass(t *testing.T, base, state string, opt audit.Options) *audit.Report {
+	t.Helper()
+	rep, err := runAudit(t, base, state, opt)
+	if err != nil {
+		t.Fatalf("audit of an honest log failed: %v", err)
+	}
+	return rep
+}
+
+// mustMisbehave runs an audit that must find the log misbehaving in check, and must leave the
+// state file as it was.
+func mustMisbehave(t *testing.T, base, state, check string, opt audit.Options) *audit.MisbehaviourError {
+	t.Helper()
+	before, _ := os.ReadFile(state)
+	_, err := runAudit(t, base, state, opt)
+	var mis *audit.MisbehaviourError
+	if !errors.As(err, &mis) || audit.ExitCode(err) != 1 {
+		t.Fatalf("want misbehaviour (exit 1), got exit %d: %v", audit.ExitCode(err), err)
+	}
+	if mis.Check != check {
+		t.Errorf("failed check %q (%v), want %q", mis.Check, err, check)
+	}
+	after, _ := os.ReadFile(state)
+	if !bytes.Equal(before, after) {
+		t.Errorf("a failed audit changed the state file")
+	}
+	return mis
+}
+
+func mustBeIncomplete(t *testing.T, base, state string, opt audit.Options) {
+	t.Helper()
+	_, err := runAudit(t, base, state, opt)
+	var inc *audit.IncompleteError
+	if !errors.As(err, &inc) || audit.ExitCode(err) != 2 {
+		t.Fatalf("want an incomplete audit (exit 2), got exit %d: %v", audit.ExitCode(err), err)
+	}
+}
+
+func TestHonestLogPassesAndHeadIsKept(t *testing.T) {
+	tl := newTestLog(t, "")
+	state := filepath.Join(t.TempDir(), "sub", "sth.json")
+
+	rep := mustPass(t, tl.srv.URL, state, audit.Options{}) // empty log: size-0 head
+	if rep.TreeSize != 0 || rep.Consistency != "" || rep.DID != tl.did {
+		t.Fatalf("first run on an empty log: %+v", rep)
+	}
+	tl.appendLabels(t, 3)
+	if rep = mustPass(t, tl.srv.URL, state, audit.Options{}); rep.Consistency != "ok (0 → 3)" {
+		t.Errorf("consistency %q, want ok (0 → 3)", rep.Consistency)
+	}
+	tl.appendLabels(t, 4)
+	if rep = mustPass(t, tl.srv.URL, state, audit.Options{}); rep.Consistency != "ok (3 → 7)" || rep.TreeSize != 7 {
+		t.Errorf("report %+v, want size 7, consistency ok (3 → 7)", rep)
+	}
+	if rep = mustPass(t, tl.srv.URL, state, audit.Options{}); rep.Consistency != "unchanged" {
+		t.Errorf("consistency %q, want unchanged", rep.Consistency)
+	}
+	kept, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := tl.node.Log().Latest().STH
+	if !bytes.Equal(kept, served) {
+		t.Errorf("state file holds\n%s\nwant the served head\n%s", kept, served)
+	}
+}
+
+func TestLabelInclusion(t *testing.T) {
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 5)
+	rep := mustPass(t, tl.srv.URL, "", audit.Options{LabelID: tl.ids[2]})
+	if rep.Label == nil || rep.Label.LeafIndex != 2 || rep.Label.ID != tl.ids[2] {
+		t.Errorf("label report %+v, want leaf 2 of %s", rep.Label, tl.ids[2])
+	}
+}
+
+func TestTilesOfAnHonestLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("signs and appends 520 labels; skipped under -short")
+	}
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 520) // two full entry bundles, a partial one, and a level-1 tile
+	rep := mustPass(t, tl.srv.URL, "", audit.Options{Tiles: true})
+	if rep.Tiles == nil || rep.Tiles.Entries != 520 || rep.Tiles.EntryBundles != 3 || rep.Tiles.HashTiles != 4 {
+		t.Errorf("tiles report %+v, want 520 entries, 3 bundles, 4 hash tiles (L0 ×3, L1 .p/2)", rep.Tiles)
+	}
+}
+
+func TestTilesOfAnEmptyAndASmallLog(t *testing.T) {
+	tl := newTestLog(t, "")
+	if rep := mustPass(t, tl.srv.URL, "", audit.Options{Tiles: true}); rep.Tiles.Entries != 0 {
+		t.Errorf("empty log: %+v", rep.Tiles)
+	}
+	tl.appendLabels(t, 3)
+	if rep := mustPass(t, tl.srv.URL, "", audit.Options{Tiles: true}); rep.Tiles.Entries != 3 || rep.Tiles.HashTiles != 1 {
+		t.Errorf("3 labels: %+v", rep.Tiles)
+	}
+}
+
+// forkedPair returns two logs under one key holding different labels.
+func forkedPair(t *testing.T, nA, nB int) (*testLog, *testLog) {
+	a := newTestLog(t, "")
+	b := newTestLog(t, seedPath(a))
+	if a.did != b.did {
+		t.Fatalf("logs from one seed have different keys")
+	}
+	a.appendLabels(t, nA)
+	b.appendLabels(t, nB)
+	return a, b
+}
+
+func TestForkAtTheSameSize(t *testing.T) {
+	a, b := forkedPair(t, 3, 3)
+	state := filepath.Join(t.TempDir(), "sth.json")
+	mustPass(t, a.srv.URL, state, audit.Options{})
+	mis := mustMisbehave(t, b.srv.URL, state, "consistency", audit.Options{})
+	if !strings.Contains(mis.Reason, "rewrote") {
+		t.Errorf("reason %q does not say the log rewrote its history", mis.Reason)
+	}
+}
+
+func TestForkThatGrew(t *testing.T) {
+	a, b := forkedPair(t, 3, 6)
+	state := filepath.Join(t.TempDir(), "sth.json")
+	mustPass(t, a.srv.URL, state, audit.Options{})
+	mis := mustMisbehave(t, b.srv.URL, state, "consistency", audit.Options{})
+	if !strings.Contains(mis.Reason, "NOT consistent") {
+		t.Errorf("reason %q does not name the failed consistency proof", mis.Reason)
+	}
+}
+
+func TestShrunkLog(t *testing.T) {
+	a, b := forkedPair(t, 5, 0)
+	b.appendLabels(t, 3)
+	state := filepath.Join(t.TempDir(), "sth.json")
+	mustPass(t, a.srv.URL, state, audit.Options{})
+	mis := mustMisbehave(t, b.srv.URL, state, "consistency", audit.Options{})
+	if !strings.Contains(mis.Reason, "shrank") {
+		t.Errorf("reason %q does not say the log shrank", mis.Reason)
+	}
+}
+
+func TestChangedKey(t *testing.T) {
+	a := newTestLog(t, "")
+	other := newTestLog(t, "")
+	state := filepath.Join(t.TempDir(), "sth.json")
+	mustPass(t, a.srv.URL, state, audit.Options{})
+	mustMisbehave(t, other.srv.URL, state, "key", audit.Options{})
+}
+
+// editJSON rewrites one member of a JSON object answer.
+func editJSON(t *testing.T, edit func(map[string]any)) func([]byte) []byte {
+	return func(b []byte) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Errorf("tampering: %v", err)
+			return b
+		}
+		edit(m)
+		out, _ := json.Marshal(m)
+		return out
+	}
+}
+
+// flipHex changes the last digit of a hex string.
+func flipHex(s string) string {
+	last := "0"
+	if strings.HasSuffix(s, "0") {
+		last = "1"
+	}
+	return s[:len(s)-1] + last
+}
+
+func TestBadConsistencyProof(t *testing.T) {
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 3)
+	state := filepath.Join(t.TempDir(), "sth.json")
+	mustPass(t, tl.srv.URL, state, audit.Options{})
+	tl.appendLabels(t, 2)
+	bad := tamper(t, tl.node.Handler(), pathIs("/api/v1/log/proof/consistency"), editJSON(t, func(m map[string]any) {
+		p := m["proof"].([]any)
+		p[0] = flipHex(p[0].(string))
+	}))
+	mustMisbehave(t, bad.URL, state, "consistency", audit.Options{})
+	mustPass(t, tl.srv.URL, state, audit.Options{}) // the honest answer still passes
+}
+
+func TestForgedHead(t *testing.T) {
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 2)
+	bad := tamper(t, tl.node.Handler(), pathIs("/api/v1/log/sth"), editJSON(t, func(m map[string]any) {
+		m["rootHash"] = flipHex(m["rootHash"].(string))
+	}))
+	mustMisbehave(t, bad.URL, filepath.Join(t.TempDir(), "sth.json"), "signature", audit.Options{})
+}
+
+func TestTamperedLabel(t *testing.T) {
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 3)
+	id := tl.ids[1]
+	bad := tamper(t, tl.node.Handler(), pathIs("/api/v1/labels/"+id), func(b []byte) []byte {
+		return bytes.Replace(b, []byte(`"verdict":"pass"`), []byte(`"verdict":"fail"`), 1)
+	})
+	mustMisbehave(t, bad.URL, "", "label", audit.Options{LabelID: id})
+}
+
+func TestBadInclusionProof(t *testing.T) {
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 4)
+	id := tl.ids[1]
+	bad := tamper(t, tl.node.Handler(), pathIs("/api/v1/labels/"+id+"/proof"), editJSON(t, func(m map[string]any) {
+		m["leafIndex"] = 2
+	}))
+	mustMisbehave(t, bad.URL, "", "label", audit.Options{LabelID: id})
+}
+
+func TestTamperedHashTile(t *testing.T) {
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 3)
+	bad := tamper(t, tl.node.Handler(), pathIs("/log/tile/0/000.p/3"), func(b []byte) []byte {
+		b[40] ^= 1
+		return b
+	})
+	mustMisbehave(t, bad.URL, "", "tiles", audit.Options{Tiles: true})
+}
+
+func TestTamperedEntryBundle(t *testing.T) {
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 3)
+	bad := tamper(t, tl.node.Handler(), pathIs("/log/tile/entries/000.p/3"), func(b []byte) []byte {
+		b[len(b)-2] ^= 1
+		return b
+	})
+	mustMisbehave(t, bad.URL, "", "tiles", audit.Options{Tiles: true})
+}
+
+func TestCheckpointFromAnotherKey(t *testing.T) {
+	tl := newTestLog(t, "")
+	other := newTestLog(t, "") // same origin, different key
+	tl.appendLabels(t, 1)
+	other.appendLabels(t, 1)
+	forged := other.node.Log().Latest().Checkpoint
+	bad := tamper(t, tl.node.Handler(), pathIs("/log/checkpoint"), func([]byte) []byte { return forged })
+	mustMisbehave(t, bad.URL, "", "tiles", audit.Options{Tiles: true})
+}
+
+func TestUnreachableLogIsIncomplete(t *testing.T) {
+	tl := newTestLog(t, "")
+	url := tl.srv.URL
+	tl.srv.Close()
+	mustBeIncomplete(t, url, filepath.Join(t.TempDir(), "sth.json"), audit.Options{})
+}
+
+func TestServerErrorsAreIncomplete(t *testing.T) {
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 1)
+	broken := tamper(t, tl.node.Handler(), pathIs("/api/v1/log/sth"), func([]byte) []byte { return []byte("{") })
+	mustBeIncomplete(t, broken.URL, "", audit.Options{}) // 200 with unparsable JSON
+	mustBeIncomplete(t, tl.srv.URL, "", audit.Options{LabelID: "urn:uuid:00000000-0000-4000-8000-000000000000"})
+	mustBeIncomplete(t, "ftp://example.org", "", audit.Options{})
+	huge := httptestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bytes.Repeat([]byte(" "), 2<<20))
+	})
+	mustBeIncomplete(t, huge, "", audit.Options{})
+}
+
+func TestDamagedStateIsIncomplete(t *testing.T) {
+	tl := newTestLog(t, "")
+	state := filepath.Join(t.TempDir(), "sth.json")
+	mustPass(t, tl.srv.URL, state, audit.Options{})
+	kept, _ := os.ReadFile(state)
+	os.WriteFile(state, bytes.Replace(kept, []byte(`"treeSize":0`), []byte(`"treeSize":1`), 1), 0o644)
+	mustBeIncomplete(t, tl.srv.URL, state, audit.Options{})
+}
