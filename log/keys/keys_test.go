@@ -295,3 +295,10 @@ func TestBadNamesRefused(t *testing.T) {
 		t.Error("short public key accepted")
 	}
 }
+
+func BenchmarkDerive(b *testing.B) {
+	s, _ := NewSeed(make([]byte, SeedSize))
+	for b.Loop() {
+		s.LogKey()
+	}
+}
