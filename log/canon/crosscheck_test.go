@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/histor-observer/histor/log/canon/canontest"
 )
 
 // The cross-check compares our bytes with an independent RFC 8785
@@ -26,7 +25,7 @@ func TestCrossCheckNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs node and may install an npm package; skipped in -short mode")
 	}
-	mod := canonicalizeModule(t)
+	mod := canontest.CanonicalizeModule(t)
 	inputs := crossCheckInputs(2000)
 	want := runNode(t, mod, inputs)
 	if len(want) != len(inputs) {
@@ -44,41 +43,13 @@ func TestCrossCheckNode(t *testing.T) {
 	}
 }
 
-// canonicalizeModule returns the path of the canonicalize package: from
-// HISTOR_NPM_CACHE if it holds one, else installed into a temporary prefix.
-func canonicalizeModule(t *testing.T) string {
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not on PATH, so there is no independent implementation to compare with")
-	}
-	if dir := os.Getenv("HISTOR_NPM_CACHE"); dir != "" {
-		mod := filepath.Join(dir, "node_modules", "canonicalize")
-		if _, err := os.Stat(mod); err == nil {
-			return mod
-		}
-	}
-	prefix := t.TempDir()
-	cmd := exec.Command("npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", prefix, "canonicalize@2")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("npm could not install canonicalize@2 (registry unreachable?): %v\n%s", err, out)
-	}
-	return filepath.Join(prefix, "node_modules", "canonicalize")
-}
-
 func runNode(t *testing.T, mod string, inputs []string) []string {
 	in, err := json.Marshal(inputs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("node", "-e", crossCheckScript, mod)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("running node: %v\n%s", err, stderr.String())
-	}
 	var res []string
-	if err := json.Unmarshal(out, &res); err != nil {
+	if err := json.Unmarshal(canontest.RunNode(t, crossCheckScript, mod, in), &res); err != nil {
 		t.Fatalf("reading node's answer: %v", err)
 	}
 	return res
