@@ -72,7 +72,7 @@ func newApp(d deps) *cli.App {
 			return usageError(err)
 		},
 	}
-	app.Before = altsrc.InitInputSourceWithContext(app.Flags, configSource)
+	app.Before = configBefore(app.Flags)
 	withConfigFile(app.Commands)
 	return app
 }
@@ -89,7 +89,21 @@ func withConfigFile(cmds []*cli.Command) {
 		if c.OnUsageError == nil {
 			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError(err) }
 		}
-		c.Before = altsrc.InitInputSourceWithContext(c.Flags, configSource)
+		c.Before = configBefore(c.Flags)
+	}
+}
+
+// configBefore fills flags from the config file; any problem with the file is a usage error.
+func configBefore(flags []cli.Flag) cli.BeforeFunc {
+	return func(c *cli.Context) error {
+		src, err := configSource(c)
+		if err != nil {
+			return err
+		}
+		if err := altsrc.ApplyInputSourceValues(c, src, flags); err != nil {
+			return usageError(fmt.Errorf("reading --config %s: %w", c.String(configFlag), err))
+		}
+		return nil
 	}
 }
 

@@ -1,0 +1,169 @@
+package command
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/histor-observer/histor/node"
+)
+
+// runServe runs "histor <args>" with a runNode that records the config instead of starting.
+func runServe(t *testing.T, args ...string) (node.Config, bool, int, string) {
+	t.Helper()
+	var got node.Config
+	called := false
+	var stderr bytes.Buffer
+	d := deps{
+		stdio: Stdio{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &stderr},
+		runNode: func(_ context.Context, cfg node.Config) error {
+			got, called = cfg, true
+			return nil
+		},
+	}
+	code := run(context.Background(), append([]string{"histor"}, args...), d)
+	return got, called, code, stderr.String()
+}
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "histor.toml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestPrecedenceFlagEnvFileDefault(t *testing.T) {
+	file := writeConfig(t, `
+data = "/from/file"
+http = "127.0.0.1:1111"
+origin = "file.example/log"
+max-entries = 7
+read-timeout = "3s"
+`)
+	cases := []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		wantHTTP string
+		wantOrig string
+	}{
+		{"default", nil, []string{"serve", "--data", "/d"}, node.DefaultHTTPAddr, node.DefaultLogOrigin},
+		{"file over default", nil, []string{"--config", file, "serve"}, "127.0.0.1:1111", "file.example/log"},
+		{"env over file", map[string]string{"HISTOR_HTTP": "127.0.0.1:2222"}, []string{"--config", file, "serve"}, "127.0.0.1:2222", "file.example/log"},
+		{"flag over env", map[string]string{"HISTOR_HTTP": "127.0.0.1:2222", "HISTOR_ORIGIN": "env.example/log"},
+			[]string{"--config", file, "serve", "--http", "127.0.0.1:3333"}, "127.0.0.1:3333", "env.example/log"},
+		{"config named by env", map[string]string{"HISTOR_CONFIG": file}, []string{"serve"}, "127.0.0.1:1111", "file.example/log"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			cfg, called, code, stderr := runServe(t, tc.args...)
+			if code != 0 || !called {
+				t.Fatalf("exit %d, node started %v: %s", code, called, stderr)
+			}
+			if cfg.HTTPAddr != tc.wantHTTP || cfg.LogOrigin != tc.wantOrig {
+				t.Errorf("http %q origin %q, want %q %q", cfg.HTTPAddr, cfg.LogOrigin, tc.wantHTTP, tc.wantOrig)
+			}
+		})
+	}
+}
+
+func TestConfigFileTypes(t *testing.T) {
+	file := writeConfig(t, "data = \"/x\"\nmax-entries = 7\nread-timeout = \"3s\"\ncache-bytes = 1048576\nwitness-name = \"w.example/witness\"\n")
+	cfg, _, code, stderr := runServe(t, "--config", file, "serve")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if cfg.DataDir != "/x" || cfg.MaxEntries != 7 || cfg.ReadTimeout != 3*time.Second || cfg.CacheBytes != 1<<20 ||
+		cfg.WitnessName != "w.example/witness" || cfg.SeedFile != "/x/seed" {
+		t.Errorf("config %+v does not hold the file's values", cfg)
+	}
+}
+
+func TestInvalidConfigIsRefusedBeforeStarting(t *testing.T) {
+	cases := map[string][]string{
+		"no data dir":       {"serve"},
+		"origin with space": {"serve", "--data", "/d", "--origin", "a b"},
+		"bad public url":    {"serve", "--data", "/d", "--public-url", "ftp://x"},
+		"too many entries":  {"serve", "--data", "/d", "--max-entries", "5000"},
+		"unknown flag":      {"serve", "--data", "/d", "--nope"},
+		"bad log level":     {"--log-level", "loud", "serve", "--data", "/d"},
+		"missing config":    {"--config", "/nonexistent/histor.toml", "serve", "--data", "/d"},
+		"misspelt key":      {"--config", writeConfig(t, "dta = \"/d\"\n"), "serve", "--data", "/d"},
+		"wrong type":        {"--config", writeConfig(t, "max-entries = \"many\"\n"), "serve", "--data", "/d"},
+		"unknown command":   {"serv"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, called, code, stderr := runServe(t, args...)
+			if called {
+				t.Fatal("the node was started with an invalid configuration")
+			}
+			if code != 2 {
+				t.Errorf("exit %d, want 2 (usage); stderr: %s", code, stderr)
+			}
+			if stderr == "" {
+				t.Error("nothing on stderr says what is wrong")
+			}
+		})
+	}
+}
+
+func TestExampleConfigIsValid(t *testing.T) {
+	cfg, called, code, stderr := runServe(t, "--config", "../../../../configs/histor.example.toml", "serve")
+	if code != 0 || !called {
+		t.Fatalf("the documented example config is refused: exit %d: %s", code, stderr)
+	}
+	if cfg.LogOrigin != "observer.example.org/log" || cfg.PublicURL != "https://observer.example.org" {
+		t.Errorf("example config read as %+v", cfg)
+	}
+}
+
+func TestEveryFlagIsDocumentedInTheExample(t *testing.T) {
+	example, err := os.ReadFile("../../../../configs/histor.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := newApp(deps{stdio: Stdio{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}})
+	for name := range flagNames(app) {
+		if name == configFlag || name == "help" || name == "h" {
+			continue
+		}
+		if !bytes.Contains(example, []byte("\n"+name+" =")) && !bytes.Contains(example, []byte("\n# "+name+" =")) {
+			t.Errorf("flag --%s has no entry in configs/histor.example.toml", name)
+		}
+	}
+}
+
+func TestEveryCommandAndFlagHasHelp(t *testing.T) {
+	app := newApp(deps{stdio: Stdio{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}})
+	var walk func(prefix string, cmds []*cli.Command)
+	walk = func(prefix string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			if c.Usage == "" {
+				t.Errorf("command %s%s has no usage text", prefix, c.Name)
+			}
+			for _, f := range c.Flags {
+				if u, ok := f.(interface{ GetUsage() string }); !ok || u.GetUsage() == "" {
+					t.Errorf("flag --%s of %s%s has no help", f.Names()[0], prefix, c.Name)
+				}
+				if e, ok := f.(interface{ GetEnvVars() []string }); !ok || len(e.GetEnvVars()) == 0 ||
+					!strings.HasPrefix(e.GetEnvVars()[0], "HISTOR_") {
+					t.Errorf("flag --%s of %s%s has no HISTOR_* variable", f.Names()[0], prefix, c.Name)
+				}
+			}
+			walk(prefix+c.Name+" ", c.Subcommands)
+		}
+	}
+	walk("", app.Commands)
+}
