@@ -183,7 +183,7 @@ func (f *fsck) compareTile(level int, n uint64, want []byte) {
 	got, err := getValue(f.db, tileKey(level, n))
 	if err != nil {
 		f.problem("tile %d/%d: %v", level, n, err)
-	} else if !bytes.Equal(got, want) {
+	} else if !bytes.Equal(got, encodeTile(want)) {
 		f.problem("tile %d/%d: stored hashes differ from the entries' (%d bytes stored)", level, n, len(got))
 	}
 }

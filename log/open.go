@@ -223,8 +223,12 @@ func checkTree(db pebble.Reader, rec *headRecord) (*tileState, error) {
 		for len(t.edges) <= level {
 			t.edges = append(t.edges, make([]byte, 0, fullTile))
 		}
-		data, err := getValue(db, tileKey(level, index[i]))
+		v, err := getValue(db, tileKey(level, index[i]))
 		what := fmt.Sprintf("tile %d/%d", level, index[i])
+		if err != nil {
+			return nil, corrupt(what, err)
+		}
+		data, err := decodeTile(v)
 		if err != nil {
 			return nil, corrupt(what, err)
 		}
@@ -254,6 +258,9 @@ func checkLastEntry(db pebble.Reader, size uint64) error {
 		return corrupt(fmt.Sprintf("entry %d", size-1), err)
 	}
 	tile, err := getValue(db, tileKey(0, (size-1)/tileWidth))
+	if err == nil {
+		tile, err = decodeTile(tile)
+	}
 	if err != nil {
 		return corrupt(fmt.Sprintf("tile 0/%d", (size-1)/tileWidth), err)
 	}

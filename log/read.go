@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/cockroachdb/pebble"
 	"golang.org/x/mod/sumdb/tlog"
@@ -109,7 +110,15 @@ func (l *Log) readTile(level int, n uint64) ([]byte, error) {
 	return getValue(l.db, tileKey(level, n))
 }
 
-func (l *Log) hashes() hashReader { return hashReader{get: l.readTile} }
+func (l *Log) hashes() hashReader {
+	return hashReader{get: func(level int, n uint64) ([]byte, io.Closer, error) {
+		v, c, err := l.db.Get(tileKey(level, n))
+		if errors.Is(err, pebble.ErrNotFound) {
+			err = ErrNotFound
+		}
+		return v, c, err
+	}}
+}
 
 // RootAt returns the root of the tree of the first size entries.
 func (l *Log) RootAt(size uint64) ([32]byte, error) {
@@ -177,8 +186,8 @@ func (l *Log) HashTile(level, index uint64, width int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading tile %d/%d: %w", level, index, err)
 	}
-	if len(data) < width*hashSize {
-		return nil, corrupt(fmt.Sprintf("tile %d/%d", level, index), fmt.Errorf("%d bytes, want %d", len(data), width*hashSize))
+	if w, err := tileValueWidth(data); err != nil || w < width {
+		return nil, corrupt(fmt.Sprintf("tile %d/%d", level, index), fmt.Errorf("%d bytes, want width %d", len(data), width))
 	}
 	return data[:width*hashSize], nil
 }

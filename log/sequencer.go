@@ -203,7 +203,7 @@ func (l *Log) stage(b *pebble.Batch, tiles *tileState, batch []*appendReq) ([]ui
 		}
 	}
 	tiles.appendLeaves(hashes, func(level int, n uint64, data []byte) {
-		_ = b.Set(tileKey(level, n), data, nil)
+		_ = b.Set(tileKey(level, n), encodeTile(data), nil)
 	})
 	return firsts, errs
 }

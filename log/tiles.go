@@ -3,6 +3,7 @@ package log
 import (
 	"crypto/sha256"
 	"fmt"
+	"io"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -123,11 +124,12 @@ func edgeWidths(size uint64) (levels []int, index []uint64, width []int) {
 	return
 }
 
-// tileGetter reads a stored tile value (any width).
-type tileGetter func(level int, n uint64) ([]byte, error)
+// tileGetter reads a stored tile value (any width); the value is valid
+// until the closer is closed.
+type tileGetter func(level int, n uint64) ([]byte, io.Closer, error)
 
-// hashReader serves tlog stored-hash indexes from tiles, reading each tile
-// at most once per call.
+// hashReader serves tlog stored-hash indexes from stored tile values,
+// reading each tile at most once per call and hashing nothing.
 type hashReader struct {
 	get tileGetter
 }
@@ -135,24 +137,33 @@ type hashReader struct {
 func (r hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	type key struct {
 		level int
-		n     int64
+		n     uint64
 	}
 	cache := map[key][]byte{}
+	var closers []io.Closer
+	defer func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}()
 	out := make([]tlog.Hash, len(indexes))
 	for i, idx := range indexes {
-		t := tlog.TileForIndex(tileHeight, idx)
-		k := key{t.L, t.N}
-		data, ok := cache[k]
+		level, n := tlog.SplitStoredHashIndex(idx)
+		k := level % tileHeight // height inside the tile
+		tk := key{level / tileHeight, uint64(n) >> (tileHeight - k)}
+		data, ok := cache[tk]
 		if !ok {
+			var c io.Closer
 			var err error
-			if data, err = r.get(t.L, uint64(t.N)); err != nil {
-				return nil, fmt.Errorf("reading tile %d/%d: %w", t.L, t.N, err)
+			if data, c, err = r.get(tk.level, tk.n); err != nil {
+				return nil, fmt.Errorf("reading tile %d/%d: %w", tk.level, tk.n, err)
 			}
-			cache[k] = data
+			closers = append(closers, c)
+			cache[tk] = data
 		}
-		h, err := tlog.HashFromTile(t, data, idx)
+		h, err := tileNode(data, k, n-int64(tk.n<<(tileHeight-k)))
 		if err != nil {
-			return nil, corrupt(fmt.Sprintf("tile %d/%d", t.L, t.N), err)
+			return nil, corrupt(fmt.Sprintf("tile %d/%d", tk.level, tk.n), err)
 		}
 		out[i] = h
 	}

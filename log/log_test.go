@@ -1,0 +1,184 @@
+package log
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestNewLogSignsEmptyHead(t *testing.T) {
+	l := openTest(t, testConfig(t.TempDir()))
+	h := l.Latest()
+	if h.Size != 0 || h.Root != naiveRoot(nil) {
+		t.Fatalf("new head size %d root %x", h.Size, h.Root)
+	}
+	sth, err := VerifySTH(h.STH, testKey().Public().(ed25519PublicKey))
+	if err != nil || sth.TreeSize != 0 || sth.Log != testDID {
+		t.Fatalf("VerifySTH: %v %+v", err, sth)
+	}
+	v, _ := NewVerifier(testOrigin, testKey().Public().(ed25519PublicKey))
+	cp, err := ParseCheckpoint(h.Checkpoint, v)
+	if err != nil || cp.Size != 0 || cp.Root != h.Root {
+		t.Fatalf("ParseCheckpoint: %v %+v", err, cp)
+	}
+	want := "histor.test/log\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n"
+	if !bytes.HasPrefix(h.Checkpoint, []byte(want+"\n— histor.test/log ")) {
+		t.Fatalf("checkpoint:\n%s", h.Checkpoint)
+	}
+}
+
+func TestAppendAndRead(t *testing.T) {
+	dir := t.TempDir()
+	l := openTest(t, testConfig(dir))
+	ctx := context.Background()
+	ev := Evidence{Kind: "toolsets", Body: []byte(`{"tools":[]}`)}
+	first, err := l.Append(ctx, []Entry{testEntry(0), testEntry(1)}, []Evidence{ev})
+	if err != nil || first != 0 {
+		t.Fatalf("Append: %d %v", first, err)
+	}
+	if first := appendN(t, l, 2, 3); first != 2 {
+		t.Fatalf("second append first = %d", first)
+	}
+	if l.Size() != 5 || l.Latest().Size != 5 {
+		t.Fatalf("size %d", l.Size())
+	}
+	got, err := l.Entries(1, 4)
+	if err != nil || len(got) != 3 || !bytes.Equal(got[0], testEntry(1).Label) {
+		t.Fatalf("Entries: %v %q", err, got)
+	}
+	if e, err := l.Entry(4); err != nil || !bytes.Equal(e, testEntry(4).Label) {
+		t.Fatalf("Entry(4): %v %q", err, e)
+	}
+	if _, err := l.Entry(5); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Entry(5): %v", err)
+	}
+	if i, err := l.LabelIndex(testEntry(3).ID); err != nil || i != 3 {
+		t.Fatalf("LabelIndex: %d %v", i, err)
+	}
+	if _, err := l.LabelIndex("urn:uuid:nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("LabelIndex(missing): %v", err)
+	}
+	if b, err := l.Evidence("toolsets", SRI(ev.Body)); err != nil || !bytes.Equal(b, ev.Body) {
+		t.Fatalf("Evidence: %v", err)
+	}
+	if _, err := l.Evidence("descriptors", SRI(ev.Body)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Evidence under another kind: %v", err)
+	}
+	var re *RangeError
+	if _, err := l.Entries(3, 6); !errors.As(err, &re) {
+		t.Fatalf("Entries past the end: %v", err)
+	}
+	if _, err := l.Entries(0, MaxRange+1); !errors.As(err, &re) {
+		t.Fatalf("absurd range: %v", err)
+	}
+}
+
+func TestAppendRefusals(t *testing.T) {
+	l := openTest(t, testConfig(t.TempDir()))
+	ctx := context.Background()
+	appendN(t, l, 0, 1)
+	var ee *EntryError
+	cases := map[string][]Entry{
+		"too large":      {{ID: "urn:uuid:big", Label: make([]byte, MaxEntryBytes+1)}},
+		"empty":          {{ID: "urn:uuid:empty"}},
+		"no id":          {{Label: []byte(`{}`)}},
+		"twice in call":  {testEntry(5), testEntry(5)},
+		"already logged": {testEntry(7), testEntry(0)},
+	}
+	for name, entries := range cases {
+		if _, err := l.Append(ctx, entries, nil); !errors.As(err, &ee) {
+			t.Errorf("%s: err = %v, want *EntryError", name, err)
+		}
+	}
+	if _, err := l.Append(ctx, nil, []Evidence{{Kind: "secrets", Body: []byte("{}")}}); !errors.As(err, &ee) {
+		t.Errorf("unknown evidence kind: %v", err)
+	}
+	if l.Size() != 1 {
+		t.Fatalf("refused appends changed the size to %d", l.Size())
+	}
+	// The largest allowed entry goes in.
+	big := Entry{ID: "urn:uuid:max", Label: bytes.Repeat([]byte("a"), MaxEntryBytes)}
+	if i, err := l.Append(ctx, []Entry{big}, nil); err != nil || i != 1 {
+		t.Fatalf("max-size entry: %d %v", i, err)
+	}
+	b, err := l.EntryBundle(0, 2)
+	if err != nil || len(b) != 2+len(testEntry(0).Label)+2+MaxEntryBytes {
+		t.Fatalf("bundle: %v len %d", err, len(b))
+	}
+}
+
+func TestReopenAndHeads(t *testing.T) {
+	dir := t.TempDir()
+	clock := &stepClock{t: time.Date(2026, 9, 23, 9, 13, 4, 500, time.UTC)}
+	cfg := testConfig(dir)
+	cfg.Now = clock.now
+	l := openTest(t, cfg)
+	appendN(t, l, 0, 10)
+	h10 := l.Latest()
+	clock.t = clock.t.Add(-time.Hour) // the clock goes back
+	appendN(t, l, 10, 5)
+	h15 := l.Latest()
+	if h15.Time.Before(h10.Time) || !h10.Time.Equal(time.Date(2026, 9, 23, 9, 13, 4, 0, time.UTC)) {
+		t.Fatalf("head times %v then %v", h10.Time, h15.Time)
+	}
+	clock.t = clock.t.Add(3 * time.Hour)
+	re, err := l.SignHead(context.Background())
+	if err != nil || re.Size != 15 || !re.Time.After(h15.Time) {
+		t.Fatalf("SignHead: %v %+v", err, re)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openTest(t, cfg)
+	if got := l2.Latest(); got.Size != 15 || !bytes.Equal(got.STH, re.STH) {
+		t.Fatalf("reopened head %+v", got)
+	}
+	if h, err := l2.HeadAt(10); err != nil || !bytes.Equal(h.STH, h10.STH) {
+		t.Fatalf("HeadAt(10): %v", err)
+	}
+	if h, err := l2.HeadAt(15); err != nil || !bytes.Equal(h.Checkpoint, re.Checkpoint) {
+		t.Fatalf("HeadAt(15) is not the most recent head at 15: %v", err)
+	}
+	if _, err := l2.HeadAt(11); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("HeadAt(11): %v", err)
+	}
+	if first := appendN(t, l2, 15, 1); first != 15 {
+		t.Fatalf("append after reopen at %d", first)
+	}
+	requireFsckClean(t, l2, dir, cfg)
+}
+
+func TestOpenRefusesOtherKeyOrOrigin(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	l := openTest(t, cfg)
+	l.Close()
+	other := cfg
+	other.Key = ed25519NewKeyFromSeed(bytes.Repeat([]byte{9}, 32))
+	if _, err := Open(context.Background(), other); err == nil {
+		t.Fatal("opened with another key")
+	}
+	other = cfg
+	other.Origin = "elsewhere.example/log"
+	if _, err := Open(context.Background(), other); err == nil {
+		t.Fatal("opened with another origin")
+	}
+}
+
+// requireFsckClean closes l, runs Fsck on dir and reopens nothing.
+func requireFsckClean(t *testing.T, l *Log, dir string, cfg Config) {
+	t.Helper()
+	size := l.Size()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Fsck(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatalf("Fsck: %v", err)
+	}
+	if len(rep.Problems) != 0 || rep.Size != size {
+		t.Fatalf("Fsck: size %d (want %d), problems %q", rep.Size, size, rep.Problems)
+	}
+}
