@@ -40,7 +40,7 @@ func Main(ctx context.Context, args []string, stdio Stdio) int {
 
 func run(ctx context.Context, args []string, d deps) int {
 	app := newApp(d)
-	return exitCode(app.RunContext(ctx, args), d.stdio.Err)
+	return exitCode(app.RunContext(ctx, interspersed(app, args)), d.stdio.Err)
 }
 
 // configFlag names the TOML file every command reads its flags from.

@@ -194,6 +194,12 @@ func fsck(c *cli.Context, d deps) error {
 		return err
 	}
 	rep, err := hlog.Fsck(c.Context, filepath.Join(dir, "log"), log)
+	var bad *hlog.CorruptError
+	if errors.As(err, &bad) {
+		// Damage too deep to walk the tree is still a finding about the data, not a failure to look.
+		fmt.Fprintf(d.stdio.Out, "problem: %v\n", bad)
+		return exit(1)
+	}
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("log fsck: %w", err)}
 	}
