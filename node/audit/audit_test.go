@@ -294,3 +294,25 @@ func TestDamagedStateIsIncomplete(t *testing.T) {
 	os.WriteFile(state, bytes.Replace(kept, []byte(`"treeSize":0`), []byte(`"treeSize":1`), 1), 0o644)
 	mustBeIncomplete(t, tl.srv.URL, state, audit.Options{})
 }
+
+func TestCheckpointOlderThanTheHead(t *testing.T) {
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 3)
+	older := tl.node.Log().Latest().Checkpoint
+	tl.appendLabels(t, 2)
+	lagging := tamper(t, tl.node.Handler(), pathIs("/log/checkpoint"), func([]byte) []byte { return older })
+	rep := mustPass(t, lagging.URL, "", audit.Options{Tiles: true})
+	if rep.TreeSize != 5 || rep.Tiles.CheckpointSize != 3 || rep.Tiles.Entries != 3 {
+		t.Errorf("report %+v / %+v, want head 5 and the tiles read at the checkpoint's size 3", rep, rep.Tiles)
+	}
+}
+
+func TestCheckpointOfAFork(t *testing.T) {
+	a, b := forkedPair(t, 5, 3) // one key, different entries
+	forked := b.node.Log().Latest().Checkpoint
+	bad := tamper(t, a.node.Handler(), pathIs("/log/checkpoint"), func([]byte) []byte { return forked })
+	mis := mustMisbehave(t, bad.URL, "", "tiles", audit.Options{Tiles: true})
+	if !strings.Contains(mis.Reason, "not one tree") {
+		t.Errorf("reason %q does not say the two heads are not one tree", mis.Reason)
+	}
+}

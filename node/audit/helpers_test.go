@@ -33,7 +33,7 @@ type testLog struct {
 
 // newTestLog starts a node whose seed is a copy of seedFile (so two logs can share a key),
 // or a fresh seed when seedFile is empty.
-func newTestLog(t *testing.T, seedFile string) *testLog {
+func newTestLog(t testing.TB, seedFile string) *testLog {
 	t.Helper()
 	dir := t.TempDir()
 	seedPath := filepath.Join(dir, "seed")
@@ -71,7 +71,7 @@ func newTestLog(t *testing.T, seedFile string) *testLog {
 func seedPath(tl *testLog) string { return filepath.Join(filepath.Dir(tl.node.LogDir()), "seed") }
 
 // appendLabels signs k new labels with the log key and appends them, one batch.
-func (tl *testLog) appendLabels(t *testing.T, k int) {
+func (tl *testLog) appendLabels(t testing.TB, k int) {
 	t.Helper()
 	entries := make([]hlog.Entry, k)
 	for i := range entries {
@@ -85,7 +85,7 @@ func (tl *testLog) appendLabels(t *testing.T, k int) {
 }
 
 // signLabel re-issues the vector label under did with a fresh id and signs it with key.
-func signLabel(t *testing.T, key ed25519.PrivateKey, did string) (string, []byte) {
+func signLabel(t testing.TB, key ed25519.PrivateKey, did string) (string, []byte) {
 	t.Helper()
 	raw, err := os.ReadFile(vectorLabel)
 	if err != nil {

@@ -55,7 +55,7 @@ func newApp(d deps) *cli.App {
 			"over the environment, which wins over the file, which wins over the default.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: configFlag, Usage: "read flag values from this TOML `FILE` (keys are flag names)", EnvVars: []string{"HISTOR_CONFIG"}},
-			altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "least severe log message to print: debug, info, warn or error", EnvVars: []string{"HISTOR_LOG_LEVEL"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "least severe log message to print, `LEVEL`: debug, info, warn or error", EnvVars: []string{"HISTOR_LOG_LEVEL"}}),
 		},
 		Commands: []*cli.Command{
 			serveCommand(d), digestCommand(d), keygenCommand(d), labelCommand(d), auditCommand(d), logCommand(d),

@@ -22,14 +22,14 @@ func serveFlags() []cli.Flag {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "witness-name", Usage: "key `NAME` of the node's cosignature/v1 witness key (default: the origin with /log replaced by /witness)", EnvVars: []string{"HISTOR_WITNESS_NAME"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "seed", Usage: "read the node's 32-byte seed from `FILE`, generating it (mode 0600) if missing (default: DIR/seed)", EnvVars: []string{"HISTOR_SEED"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "public-url", Usage: "absolute http(s) `URL` the node is reachable at, announced by /api/v1/issuer", EnvVars: []string{"HISTOR_PUBLIC_URL"}}),
-		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-entries", Value: node.DefaultMaxEntries, Usage: "most leaves in one /api/v1/log/entries answer (1..1000)", EnvVars: []string{"HISTOR_MAX_ENTRIES"}}),
-		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "cache-bytes", Value: node.DefaultCacheBytes, Usage: "Pebble block cache of the log, in bytes", EnvVars: []string{"HISTOR_CACHE_BYTES"}}),
-		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-header-bytes", Value: 16 << 10, Usage: "largest request header accepted, in bytes (1 KiB..1 MiB)", EnvVars: []string{"HISTOR_MAX_HEADER_BYTES"}}),
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "read-header-timeout", Value: 5 * time.Second, Usage: "time allowed to read a request's header", EnvVars: []string{"HISTOR_READ_HEADER_TIMEOUT"}}),
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "read-timeout", Value: 10 * time.Second, Usage: "time allowed to read a whole request", EnvVars: []string{"HISTOR_READ_TIMEOUT"}}),
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "time allowed to write an answer", EnvVars: []string{"HISTOR_WRITE_TIMEOUT"}}),
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "idle-timeout", Value: 120 * time.Second, Usage: "how long an idle keep-alive connection stays open", EnvVars: []string{"HISTOR_IDLE_TIMEOUT"}}),
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "on SIGTERM or SIGINT, how long requests in flight may finish", EnvVars: []string{"HISTOR_SHUTDOWN_TIMEOUT"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-entries", Value: node.DefaultMaxEntries, Usage: "at most `N` leaves in one /api/v1/log/entries answer (1..1000)", EnvVars: []string{"HISTOR_MAX_ENTRIES"}}),
+		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "cache-bytes", Value: node.DefaultCacheBytes, Usage: "Pebble block cache of the log, in `BYTES`", EnvVars: []string{"HISTOR_CACHE_BYTES"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-header-bytes", Value: 16 << 10, Usage: "largest request header accepted, in `BYTES` (1 KiB..1 MiB)", EnvVars: []string{"HISTOR_MAX_HEADER_BYTES"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "read-header-timeout", Value: 5 * time.Second, Usage: "`DURATION` allowed to read a request's header", EnvVars: []string{"HISTOR_READ_HEADER_TIMEOUT"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "read-timeout", Value: 10 * time.Second, Usage: "`DURATION` allowed to read a whole request", EnvVars: []string{"HISTOR_READ_TIMEOUT"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "`DURATION` allowed to write an answer", EnvVars: []string{"HISTOR_WRITE_TIMEOUT"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "idle-timeout", Value: 120 * time.Second, Usage: "`DURATION` an idle keep-alive connection stays open", EnvVars: []string{"HISTOR_IDLE_TIMEOUT"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "on SIGTERM or SIGINT, the `DURATION` requests in flight may take to finish", EnvVars: []string{"HISTOR_SHUTDOWN_TIMEOUT"}}),
 	}
 }
 

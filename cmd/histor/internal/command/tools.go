@@ -129,7 +129,7 @@ func auditCommand(d deps) *cli.Command {
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "state", Usage: "keep the last verified head in `FILE` (pins the log's key on first run)", EnvVars: []string{"HISTOR_AUDIT_STATE"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "label", Usage: "also check label `ID` (urn:uuid:…): valid, issued by this log, included under the head", EnvVars: []string{"HISTOR_AUDIT_LABEL"}}),
 			altsrc.NewBoolFlag(&cli.BoolFlag{Name: "tiles", Usage: "also read every entry and hash tile under /log/ and check them against the checkpoint", EnvVars: []string{"HISTOR_AUDIT_TILES"}}),
-			altsrc.NewDurationFlag(&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "time allowed for each request", EnvVars: []string{"HISTOR_AUDIT_TIMEOUT"}}),
+			altsrc.NewDurationFlag(&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "`DURATION` allowed for each request", EnvVars: []string{"HISTOR_AUDIT_TIMEOUT"}}),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
