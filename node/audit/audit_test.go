@@ -316,3 +316,18 @@ func TestCheckpointOfAFork(t *testing.T) {
 		t.Errorf("reason %q does not say the two heads are not one tree", mis.Reason)
 	}
 }
+
+func TestLabelServedPrettyPrinted(t *testing.T) {
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 2)
+	id := tl.ids[0]
+	pretty := tamper(t, tl.node.Handler(), pathIs("/api/v1/labels/"+id), func(b []byte) []byte {
+		var out bytes.Buffer
+		if err := json.Indent(&out, b, "", "  "); err != nil {
+			t.Errorf("indenting: %v", err)
+		}
+		return out.Bytes()
+	})
+	// The leaf is SHA-256(0x00 ‖ JCS(label)): any JSON form of the same document must pass.
+	mustPass(t, pretty.URL, "", audit.Options{LabelID: id})
+}

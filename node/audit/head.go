@@ -44,11 +44,6 @@ func (a *auditor) latestHead(ctx context.Context, iss *issuerDoc) (*head, error)
 	return a.fetchHead(ctx, "/api/v1/log/sth", iss)
 }
 
-// headAt fetches the head the log signed at size.
-func (a *auditor) headAt(ctx context.Context, size uint64, iss *issuerDoc) (*head, error) {
-	return a.fetchHead(ctx, "/api/v1/log/sth/"+strconv.FormatUint(size, 10), iss)
-}
-
 func (a *auditor) fetchHead(ctx context.Context, path string, iss *issuerDoc) (*head, error) {
 	doc, err := a.get(ctx, path, nil, maxJSONBytes)
 	if err != nil {

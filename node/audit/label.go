@@ -10,7 +10,6 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/histor-observer/histor/log/awr"
-	"github.com/histor-observer/histor/log/canon"
 )
 
 // maxLabelBytes bounds a served label: the log keeps them under the 64 KiB tile entry limit,
@@ -25,18 +24,15 @@ func (a *auditor) label(ctx context.Context, iss *issuerDoc, sth *head, id strin
 	if err != nil {
 		return nil, err
 	}
-	if err := checkLabel(doc, iss.DID, id); err != nil {
-		return nil, err
-	}
-	jcs, err := canon.Canonicalize(doc)
+	v, err := checkLabel(doc, iss.DID, id)
 	if err != nil {
-		return nil, misbehaved("label", "label %s is not canonical JSON: %v", id, err)
+		return nil, err
 	}
 	index, hashes, err := a.labelProof(ctx, path, id, sth.Size)
 	if err != nil {
 		return nil, err
 	}
-	leaf := rfc6962.DefaultHasher.HashLeaf(jcs)
+	leaf := rfc6962.DefaultHasher.HashLeaf(v.JCS) // the leaf input is JCS(label), whatever form was served
 	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, index, sth.Size, leaf, hashes, sth.Root[:]); err != nil {
 		return nil, misbehaved("label", "label %s is not in the tree under the head of size %d: %v", id, sth.Size, err)
 	}
@@ -44,18 +40,18 @@ func (a *auditor) label(ctx context.Context, iss *issuerDoc, sth *head, id strin
 }
 
 // checkLabel verifies the label's Data Integrity proof and that this log issued it.
-func checkLabel(doc []byte, did, id string) error {
+func checkLabel(doc []byte, did, id string) (*awr.Verified, error) {
 	v, err := awr.Verify(doc)
 	if err != nil {
-		return misbehaved("label", "label %s is not a valid AWR/2 document: %v", id, err)
+		return nil, misbehaved("label", "label %s is not a valid AWR/2 document: %v", id, err)
 	}
 	if v.Issuer != did {
-		return misbehaved("label", "label %s was issued by %s, not by this log (%s)", id, v.Issuer, did)
+		return nil, misbehaved("label", "label %s was issued by %s, not by this log (%s)", id, v.Issuer, did)
 	}
 	if v.ID != id {
-		return misbehaved("label", "the log answered for label %s with label %s", id, v.ID)
+		return nil, misbehaved("label", "the log answered for label %s with label %s", id, v.ID)
 	}
-	return nil
+	return v, nil
 }
 
 func (a *auditor) labelProof(ctx context.Context, path, id string, size uint64) (uint64, [][]byte, error) {
