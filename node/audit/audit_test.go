@@ -331,3 +331,22 @@ func TestLabelServedPrettyPrinted(t *testing.T) {
 	// The leaf is SHA-256(0x00 ‖ JCS(label)): any JSON form of the same document must pass.
 	mustPass(t, pretty.URL, "", audit.Options{LabelID: id})
 }
+
+// HISTOR's Python auditor keeps json.dumps(sth): the same document with ", " and ": "
+// separators. Our auditor must take over such a state file.
+func TestStateWrittenByHISTORsAuditor(t *testing.T) {
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 2)
+	state := filepath.Join(t.TempDir(), "sth.json")
+	mustPass(t, tl.srv.URL, state, audit.Options{})
+	kept, _ := os.ReadFile(state)
+	python := strings.NewReplacer(`","`, `", "`, `":`, `": `, `,"`, `, "`).Replace(string(kept))
+	if python == string(kept) {
+		t.Fatal("the rewrite changed nothing")
+	}
+	os.WriteFile(state, []byte(python), 0o644)
+	tl.appendLabels(t, 1)
+	if rep := mustPass(t, tl.srv.URL, state, audit.Options{}); rep.Consistency != "ok (2 → 3)" {
+		t.Errorf("consistency %q, want ok (2 → 3)", rep.Consistency)
+	}
+}
