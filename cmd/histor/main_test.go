@@ -322,11 +322,23 @@ func TestCorruptDataDirIsRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real node processes; skipped under -short")
 	}
+	garble := func(b []byte) []byte {
+		for i := len(b) / 4; i < len(b)*3/4+1 && i < len(b); i++ {
+			b[i] = 0xff
+		}
+		return b
+	}
+	truncate := func(b []byte) []byte { return b[:len(b)/2] }
+	t.Run("garbled", func(t *testing.T) { refusesDamage(t, garble) })
+	t.Run("truncated", func(t *testing.T) { refusesDamage(t, truncate) })
+}
+
+func refusesDamage(t *testing.T, damage func([]byte) []byte) {
 	data := t.TempDir()
 	s := startServe(t, data)
 	s.waitHealthy(t)
 	s.stop(t)
-	garbleDir(t, filepath.Join(data, "log"))
+	damageDir(t, filepath.Join(data, "log"), damage)
 
 	s = startServe(t, data)
 	select {
@@ -348,8 +360,8 @@ func TestCorruptDataDirIsRefused(t *testing.T) {
 	}
 }
 
-// garbleDir overwrites the middle of every file in dir with 0xff, keeping sizes.
-func garbleDir(t *testing.T, dir string) {
+// damageDir rewrites every file of dir but Pebble's LOCK with damage.
+func damageDir(t *testing.T, dir string, damage func([]byte) []byte) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -365,16 +377,13 @@ func garbleDir(t *testing.T, dir string) {
 		if err != nil || len(b) == 0 {
 			continue
 		}
-		for i := len(b) / 4; i < len(b)*3/4+1 && i < len(b); i++ {
-			b[i] = 0xff
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
+		if err := os.WriteFile(path, damage(b), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		n++
 	}
 	if n == 0 {
-		t.Fatal("no file to garble in the log directory")
+		t.Fatal("no file to damage in the log directory")
 	}
 }
 
