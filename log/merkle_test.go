@@ -2,7 +2,6 @@ package log
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
@@ -232,5 +231,4 @@ func TestTilesReadByTlogClient(t *testing.T) {
 	if err != nil || th != tree.Hash {
 		t.Fatalf("TreeHash via tiles: %v", err)
 	}
-	_ = context.Background
 }
