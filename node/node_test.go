@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	hlog "github.com/histor-observer/histor/log"
 )
 
 // TestRunLifecycle starts a node on a fresh directory over a real socket,
@@ -129,8 +131,9 @@ func TestRefusesCorruptLog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = nd.Run(ctx)
-	if err == nil || errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Run over a corrupt log: %v", err)
+	var ce *hlog.CorruptError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Run over a corrupt log: %v, want a *log.CorruptError", err)
 	}
 	t.Logf("refused as expected: %v", err)
 }
