@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -85,3 +87,7 @@ type ed25519PublicKey = ed25519.PublicKey
 func ed25519NewKeyFromSeed(seed []byte) ed25519.PrivateKey { return ed25519.NewKeyFromSeed(seed) }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+func testingGOMAXPROCS() int { return runtime.GOMAXPROCS(0) }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -43,6 +43,9 @@ const (
 	MaxEntryBytes = 65535
 	// MaxAppend is the most entries one Append call may carry.
 	MaxAppend = 1 << 16
+	// pipelineDepth is how many applied batches may wait for their sync
+	// while the sequencer builds the next.
+	pipelineDepth = 2
 	// MaxRange is the most entries one Entries call returns.
 	MaxRange = 1 << 16
 )
@@ -70,13 +73,20 @@ type Log struct {
 	stopped chan struct{} // closed when the sequencer has returned
 	once    sync.Once
 
-	mu     sync.RWMutex
-	latest headRecord // guarded by mu; size and seq never decrease
-	// tiles is owned by the sequencer goroutine once Open returns.
-	tiles *tileState
-	// failed is set by the sequencer when a commit failed; every later
-	// Append is refused, because the store's state is then unknown.
+	mu sync.RWMutex
+	// latest is the newest durable head; guarded by mu; its size and seq
+	// never decrease. Reads never go beyond it.
+	latest headRecord
+	// failed is set when a write failed; every later Append is refused,
+	// because the store's state is then unknown. Guarded by mu.
 	failed error
+
+	// tip is the newest head applied to Pebble, possibly not yet synced;
+	// tiles is the tree at tip and ids the filter of its label ids. All
+	// three are owned by the sequencer goroutine once Open returns.
+	tip   headRecord
+	tiles *tileState
+	ids   *idFilter
 }
 
 // Open opens or creates the log in cfg.Dir, checks the stored state (see
@@ -101,7 +111,10 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	l.reqs = make(chan *appendReq, cfg.MaxBatch)
 	l.quit = make(chan struct{})
 	l.stopped = make(chan struct{})
-	go l.sequence()
+	l.tip = l.latest
+	staged := make(chan *pendingBatch, pipelineDepth)
+	go l.sequence(staged)
+	go l.publish(staged)
 	l.logger.Info("log open", "dir", cfg.Dir, "size", l.Size(), "origin", cfg.Origin)
 	return l, nil
 }

@@ -134,6 +134,9 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
+	if l.ids, err = loadIDFilter(l.db, rec.Size); err != nil {
+		return err
+	}
 	l.latest, l.tiles = *rec, tiles
 	return nil
 }
@@ -152,7 +155,7 @@ func (l *Log) create(pub ed25519.PublicKey) error {
 	if !empty {
 		return corrupt("meta record", errors.New("missing from a non-empty store"))
 	}
-	l.tiles = &tileState{}
+	l.tiles, l.ids = &tileState{}, newIDFilter(0)
 	rec, err := l.newHead(l.tiles, 0)
 	if err != nil {
 		return err

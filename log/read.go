@@ -10,16 +10,26 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// HeadAt returns the most recent head signed at size.
+// HeadAt returns the most recent durable head signed at size.
 func (l *Log) HeadAt(size uint64) (Head, error) {
+	l.mu.RLock()
+	latest := l.latest
+	l.mu.RUnlock()
+	if size > latest.Size {
+		return Head{}, ErrNotFound
+	}
 	lower := binary.BigEndian.AppendUint64([]byte{prefixHead}, size)
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
 		return Head{}, fmt.Errorf("reading head %d: %w", size, err)
 	}
 	var raw []byte
-	if it.Last() {
-		raw = append([]byte(nil), it.Value()...)
+	for ok := it.Last(); ok; ok = it.Prev() {
+		// Skip a head applied but not yet synced.
+		if k := it.Key(); binary.BigEndian.Uint64(k[len(k)-8:]) <= latest.Seq {
+			raw = append([]byte(nil), it.Value()...)
+			break
+		}
 	}
 	if err := it.Close(); err != nil {
 		return Head{}, fmt.Errorf("reading head %d: %w", size, err)

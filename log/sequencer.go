@@ -117,10 +117,12 @@ func checkAppend(entries []Entry, ev []Evidence) error {
 }
 
 // sequence is the one goroutine that writes: it takes a request, adds every
-// request already waiting (up to MaxBatch entries) and commits them as one
-// batch.
-func (l *Log) sequence() {
-	defer close(l.stopped)
+// request already waiting (up to MaxBatch entries), stages them as one
+// batch on top of the previous (possibly not yet synced) one, and applies
+// it to Pebble. The batch's WAL sync is waited for by publish, so the next
+// batch is built while the previous one reaches the disk.
+func (l *Log) sequence(staged chan<- *pendingBatch) {
+	defer close(staged)
 	for {
 		var req *appendReq
 		select {
@@ -138,38 +140,109 @@ func (l *Log) sequence() {
 				break more
 			}
 		}
-		l.commit(batch)
+		if p := l.apply(batch); p != nil {
+			staged <- p
+		}
 	}
 }
 
-// commit writes one batch and answers its requests. On a failed write the
-// log stops taking appends: what reached the disk is then unknown, and the
-// next Open re-checks it.
-func (l *Log) commit(batch []*appendReq) {
-	if l.failed != nil {
-		answerAll(batch, appendResult{err: l.failed})
-		return
+// pendingBatch is a batch applied to Pebble whose WAL sync is not yet known
+// to be done.
+type pendingBatch struct {
+	reqs   []*appendReq
+	b      *pebble.Batch
+	rec    *headRecord
+	tiles  *tileState
+	firsts []uint64
+	errs   []error
+}
+
+// apply stages and applies one batch, advancing the sequencer's tip. On a
+// failed write the log stops taking appends: what reached the disk is then
+// unknown, and the next Open re-checks it.
+func (l *Log) apply(batch []*appendReq) *pendingBatch {
+	if err := l.failure(); err != nil {
+		answerAll(batch, appendResult{err: err})
+		return nil
 	}
-	b := l.db.NewBatch()
-	defer b.Close()
-	tiles := l.tiles.clone()
-	firsts, errs := l.stage(b, tiles, batch)
-	rec, err := l.newHead(tiles, l.latest.Seq+1)
+	p := &pendingBatch{reqs: batch, b: l.db.NewBatch(), tiles: l.tiles.clone()}
+	p.firsts, p.errs = l.stage(p.b, p.tiles, batch)
+	rec, err := l.newHead(p.tiles, l.tip.Seq+1)
 	if err == nil {
-		l.putHead(b, rec)
-		err = b.Commit(pebble.Sync)
+		l.putHead(p.b, rec)
+		err = l.db.ApplyNoSyncWait(p.b, pebble.Sync)
 	}
 	if err != nil {
-		l.failed = fmt.Errorf("log stopped after a failed write: %w", err)
-		l.logger.Error("committing batch", "err", err)
-		answerAll(batch, appendResult{err: l.failed})
-		return
+		p.b.Close()
+		l.fail(err)
+		answerAll(batch, appendResult{err: l.failure()})
+		return nil
 	}
+	p.rec = rec
+	l.tip, l.tiles = *rec, p.tiles
+	l.noteIDs(batch, p.errs)
+	return p
+}
+
+// publish waits for each applied batch's sync, in order, then makes its
+// head the latest and answers its callers.
+func (l *Log) publish(staged <-chan *pendingBatch) {
+	defer close(l.stopped)
+	for p := range staged {
+		err := p.b.SyncWait()
+		p.b.Close()
+		if err != nil {
+			l.fail(err)
+		}
+		if err := l.failure(); err != nil {
+			answerAll(p.reqs, appendResult{err: err})
+			continue
+		}
+		l.mu.Lock()
+		l.latest = *p.rec
+		l.mu.Unlock()
+		for i, req := range p.reqs {
+			req.done <- appendResult{first: p.firsts[i], head: p.rec.Head, err: p.errs[i]}
+		}
+	}
+}
+
+func (l *Log) fail(err error) {
 	l.mu.Lock()
-	l.latest, l.tiles = *rec, tiles
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	if l.failed == nil {
+		l.failed = fmt.Errorf("log stopped after a failed write: %w", err)
+		l.logger.Error("writing batch", "err", err)
+	}
+}
+
+func (l *Log) failure() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.failed
+}
+
+// noteIDs adds the applied ids to the filter, rebuilding it larger when it
+// holds more than it was sized for.
+func (l *Log) noteIDs(batch []*appendReq, errs []error) {
+	var n uint64
+	for _, req := range batch {
+		n += uint64(len(req.entries))
+	}
+	if l.ids.n+n > l.ids.capacity {
+		ids, err := loadIDFilter(l.db, l.tiles.size)
+		if err == nil {
+			l.ids = ids
+			return
+		}
+		l.logger.Error("rebuilding label id filter", "err", err)
+	}
 	for i, req := range batch {
-		req.done <- appendResult{first: firsts[i], head: rec.Head, err: errs[i]}
+		if errs[i] == nil {
+			for _, e := range req.entries {
+				l.ids.add(e.ID)
+			}
+		}
 	}
 }
 
@@ -213,6 +286,9 @@ func (l *Log) checkNew(entries []Entry, pending map[string]bool) error {
 		if pending[e.ID] {
 			return &EntryError{ID: e.ID, Reason: "label id already in the log"}
 		}
+		if !l.ids.mayContain(e.ID) {
+			continue
+		}
 		_, err := getValue(l.db, labelKey(e.ID))
 		if err == nil {
 			return &EntryError{ID: e.ID, Reason: "label id already in the log"}
@@ -228,8 +304,8 @@ func (l *Log) checkNew(entries []Entry, pending map[string]bool) error {
 // second, but never before the previous head's.
 func (l *Log) newHead(tiles *tileState, seq uint64) (*headRecord, error) {
 	t := l.cfg.Now().UTC().Truncate(1e9)
-	if seq > 0 && t.Before(l.latest.Time) {
-		t = l.latest.Time
+	if seq > 0 && t.Before(l.tip.Time) {
+		t = l.tip.Time
 	}
 	rec := &headRecord{Seq: seq, Head: Head{Size: tiles.size, Root: tiles.root(), Time: t}}
 	var err error

@@ -1,0 +1,78 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// benchLabel is a 1 KiB label with a unique id.
+func benchLabel(i uint64) Entry {
+	id := fmt.Sprintf("urn:uuid:00000000-0000-4000-8000-%012x", i)
+	head := fmt.Sprintf(`{"id":%q,"pad":"`, id)
+	label := make([]byte, 0, 1024)
+	label = append(label, head...)
+	for len(label) < 1024-2 {
+		label = append(label, 'x')
+	}
+	return Entry{ID: id, Label: append(label, `"}`...)}
+}
+
+// appendCallers is how many goroutines call Append at once in the append
+// benchmark: enough to fill MaxBatch while the previous batch syncs.
+const appendCallers = 2048
+
+// BenchmarkAppend1KiB: durable appends of 1 KiB labels, one label per call,
+// from appendCallers concurrent callers.
+func BenchmarkAppend1KiB(b *testing.B) {
+	cfg := testConfig(b.TempDir())
+	cfg.CacheBytes = 0 // the default, as a node runs
+	l := openTest(b, cfg)
+	var next atomic.Uint64
+	b.SetBytes(1024)
+	b.SetParallelism(appendCallers / max(1, testingGOMAXPROCS()))
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			e := benchLabel(next.Add(1))
+			if _, err := l.Append(context.Background(), []Entry{e}, nil); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "labels/s")
+}
+
+// BenchmarkRawPebbleSyncedBatch is the baseline: the same 1 KiB entries in
+// batches of the log's default MaxBatch, each one Commit(pebble.Sync), with
+// the same Pebble options and nothing else (no index, tiles or heads).
+func BenchmarkRawPebbleSyncedBatch(b *testing.B) {
+	cache := pebble.NewCache(defaultCacheBytes)
+	defer cache.Unref()
+	db, err := pebble.Open(b.TempDir(), pebbleOptions(cache, pebbleLogger{discardLogger()}, false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	b.SetBytes(1024)
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; {
+		batch := db.NewBatch()
+		for j := 0; j < defaultMaxBatch && i < b.N; j, i = j+1, i+1 {
+			e := benchLabel(uint64(i))
+			_ = batch.Set(entryKey(uint64(i)), e.Label, nil)
+		}
+		if err := batch.Commit(pebble.Sync); err != nil {
+			b.Fatal(err)
+		}
+		batch.Close()
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "labels/s")
+}
