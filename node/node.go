@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/keys"
@@ -28,9 +29,11 @@ type Node struct {
 	cfg Config
 	id  identity
 
-	mu  sync.Mutex // guards log and api
+	mu  sync.Mutex // guards log and serializes Open and Close
 	log *hlog.Log  // nil until Open
-	api http.Handler
+	// api is read on every request, so it is an atomic rather than under mu;
+	// nil before Open and after Close.
+	api atomic.Pointer[api]
 }
 
 // New validates cfg, creates DataDir if needed and loads the seed, generating
@@ -92,7 +95,7 @@ func (n *Node) Open(ctx context.Context) error {
 		return fmt.Errorf("opening log: %w", err)
 	}
 	n.log = l
-	n.api = newAPI(l, n.id.issuerDoc, n.cfg)
+	n.api.Store(newAPI(l, n.id.issuerDoc, n.cfg))
 	return nil
 }
 
@@ -107,9 +110,7 @@ func (n *Node) Log() *hlog.Log {
 // Handler is the node's HTTP API. Before Open it answers 503 to everything.
 func (n *Node) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.mu.Lock()
-		h := n.api
-		n.mu.Unlock()
+		h := n.api.Load()
 		if h == nil {
 			http.Error(w, "log not open", http.StatusServiceUnavailable)
 			return
@@ -135,14 +136,11 @@ func (n *Node) Run(ctx context.Context) error {
 // Serve serves the API on ln until ctx is done, then lets requests in flight
 // finish for up to ShutdownTimeout. The log must be open.
 func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
-	n.mu.Lock()
-	h := n.api
-	n.mu.Unlock()
-	if h == nil {
+	if n.api.Load() == nil {
 		ln.Close()
 		return errors.New("serving: log not open")
 	}
-	srv := n.server(h)
+	srv := n.server(n.Handler())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	n.cfg.Logger.Info("serving", "addr", ln.Addr().String(), "origin", n.cfg.LogOrigin, "did", n.id.did)
@@ -178,8 +176,9 @@ func (n *Node) Close() error {
 	if n.log == nil {
 		return nil
 	}
+	n.api.Store(nil)
 	err := n.log.Close()
-	n.log, n.api = nil, nil
+	n.log = nil
 	if err != nil {
 		return fmt.Errorf("closing log: %w", err)
 	}
