@@ -1,0 +1,231 @@
+package registry
+
+import (
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/histor-observer/histor/log/mtl"
+)
+
+// Skip reasons decided at harvest time. The crawl adds its own statuses for
+// targets it does dial; these two mean it never will.
+const (
+	// SkipTemplated: the URL holds {…} variables that need per-user values.
+	SkipTemplated = "templated-url"
+	// SkipOptOut: the operator's opt-out list covers the host or endpoint.
+	SkipOptOut = "opt-out"
+)
+
+// Registry statuses, as the official registry spells them.
+const (
+	StatusActive     = "active"
+	StatusDeprecated = "deprecated"
+	StatusDeleted    = "deleted"
+)
+
+// Transports the crawl observes; other remote types are not targets.
+const (
+	TransportStreamable = "streamable-http"
+	TransportSSE        = "sse"
+)
+
+// MaxRemotesPerServer bounds targets per server, as HISTOR does, so one
+// record cannot enlist a thousand endpoints.
+const MaxRemotesPerServer = 3
+
+// Bounds on registry text we keep: it is anyone's writing.
+const (
+	maxNameBytes = 200 // the registry's own limit on names
+	maxTextBytes = 300
+	maxURLBytes  = 2000
+)
+
+// Target is one remote endpoint of one registry server.
+type Target struct {
+	ID             string    `json:"id"` // mtl.ServerID(Name, Endpoint)
+	Name           string    `json:"name"`
+	Title          string    `json:"title,omitempty"`
+	Version        string    `json:"version,omitempty"`
+	Endpoint       string    `json:"endpoint"`
+	Transport      string    `json:"transport"`      // TransportStreamable or TransportSSE
+	RegistryStatus string    `json:"registryStatus"` // StatusActive, StatusDeprecated or StatusDeleted
+	PublishedAt    time.Time `json:"publishedAt,omitzero"`
+	UpdatedAt      time.Time `json:"updatedAt,omitzero"`
+	Skip           string    `json:"skip,omitempty"`     // "" = dial it; else SkipTemplated or SkipOptOut
+	Delisted       bool      `json:"delisted,omitempty"` // set only by Delist
+}
+
+// record is one server entry as the registry listed it.
+type record struct {
+	Server struct {
+		Name    string `json:"name"`
+		Title   string `json:"title"`
+		Version string `json:"version"`
+		Remotes []struct {
+			Type string `json:"type"`
+			URL  string `json:"url"`
+		} `json:"remotes"`
+	} `json:"server"`
+	Meta struct {
+		Official struct {
+			Status      string `json:"status"`
+			PublishedAt string `json:"publishedAt"`
+			UpdatedAt   string `json:"updatedAt"`
+			IsLatest    bool   `json:"isLatest"`
+		} `json:"io.modelcontextprotocol.registry/official"`
+	} `json:"_meta"`
+	published time.Time
+}
+
+// newer reports whether r should replace old as the record kept for a name:
+// the registry's isLatest flag first, then the newer publishedAt.
+func (r *record) newer(old *record) bool {
+	rl, ol := r.Meta.Official.IsLatest, old.Meta.Official.IsLatest
+	if rl != ol {
+		return rl
+	}
+	return r.published.After(old.published)
+}
+
+// selectLatest keeps one record per server name.
+func selectLatest(recs []*record) map[string]*record {
+	byName := make(map[string]*record, len(recs))
+	for _, r := range recs {
+		if old, ok := byName[r.Server.Name]; !ok || r.newer(old) {
+			byName[r.Server.Name] = r
+		}
+	}
+	return byName
+}
+
+// targets turns the kept records into targets, sorted by name then endpoint
+// so two harvests of the same registry give the same list.
+func targets(byName map[string]*record, opt *OptOut) []Target {
+	var out []Target
+	for _, r := range byName {
+		out = append(out, recordTargets(r, opt)...)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Endpoint < out[j].Endpoint
+	})
+	return out
+}
+
+func recordTargets(r *record, opt *OptOut) []Target {
+	var out []Target
+	seen := map[string]bool{}
+	for _, rm := range r.Server.Remotes {
+		if len(out) == MaxRemotesPerServer {
+			break
+		}
+		url := strings.TrimSpace(rm.URL)
+		if (rm.Type != TransportStreamable && rm.Type != TransportSSE) ||
+			url == "" || len(url) > maxURLBytes || !cleanText(url) || seen[url] {
+			continue
+		}
+		seen[url] = true
+		out = append(out, newTarget(r, rm.Type, url, opt))
+	}
+	return out
+}
+
+func newTarget(r *record, transport, url string, opt *OptOut) Target {
+	t := Target{
+		ID:             mtl.ServerID(r.Server.Name, url),
+		Name:           r.Server.Name,
+		Title:          clip(r.Server.Title),
+		Version:        clip(r.Server.Version),
+		Endpoint:       url,
+		Transport:      transport,
+		RegistryStatus: status(r.Meta.Official.Status),
+		PublishedAt:    r.published,
+		UpdatedAt:      parseTime(r.Meta.Official.UpdatedAt),
+	}
+	switch {
+	case opt.Covers(url):
+		// The operator's wish wins over every other reason.
+		t.Skip = SkipOptOut
+	case strings.ContainsAny(url, "{}"):
+		t.Skip = SkipTemplated
+	}
+	return t
+}
+
+// status maps the registry's status onto the three we know; an unknown or
+// missing one is read as active, as the registry's default is.
+func status(s string) string {
+	switch s {
+	case StatusDeprecated, StatusDeleted:
+		return s
+	}
+	return StatusActive
+}
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// validName accepts what can safely key a target: non-empty, bounded,
+// valid UTF-8 without control characters.
+func validName(s string) bool {
+	return s != "" && len(s) <= maxNameBytes && cleanText(s)
+}
+
+func cleanText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// clip drops text that is not clean and cuts the rest to maxTextBytes on a
+// rune boundary; titles and versions are display text, never keys.
+func clip(s string) string {
+	if !cleanText(s) {
+		return ""
+	}
+	if len(s) <= maxTextBytes {
+		return s
+	}
+	s = s[:maxTextBytes]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// Delist returns the targets of previous that h no longer lists, marked
+// Delisted. It returns nil unless h is complete: a partial harvest says
+// nothing about what is missing.
+func Delist(previous []Target, h *Result) []Target {
+	if h == nil || !h.Complete {
+		return nil
+	}
+	now := make(map[string]bool, len(h.Targets))
+	for _, t := range h.Targets {
+		now[t.ID] = true
+	}
+	var gone []Target
+	for _, t := range previous {
+		if !now[t.ID] {
+			t.Delisted = true
+			gone = append(gone, t)
+		}
+	}
+	return gone
+}
