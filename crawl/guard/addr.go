@@ -36,7 +36,7 @@ var specialV4 = []special{
 // specialV6 lists IPv6 ranges inside the global unicast block 2000::/3 that are still not
 // globally reachable. Everything outside 2000::/3 is refused by isGlobal itself, which covers
 // unspecified, loopback, IPv4-compatible, unique-local fc00::/7, link-local fe80::/10,
-// site-local and multicast ff00::/8 in one rule.
+// site-local, multicast ff00::/8 and segment-routing 5f00::/16 in one rule.
 var specialV6 = []special{
 	// 2001::/23 holds Teredo (2001::/32, which also embeds an obfuscated IPv4 client) and other
 	// protocol assignments; HISTOR refuses the whole block too, so the two observers agree.
@@ -46,7 +46,6 @@ var specialV6 = []special{
 	// HISTOR does, rather than trusting that the embedded address is public.
 	{netip.MustParsePrefix("2002::/16"), "6to4 (2002::/16)"},
 	{netip.MustParsePrefix("3fff::/20"), "documentation (3fff::/20)"},
-	{netip.MustParsePrefix("5f00::/16"), "segment routing SIDs (5f00::/16)"},
 }
 
 var (
