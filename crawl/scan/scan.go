@@ -1,0 +1,271 @@
+package scan
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/histor-observer/histor/log/canon"
+)
+
+// Match is one finding. Code, Severity, Tier, Tool and Where are what a
+// tool-def-pattern-scan label records; Span is for people reading evidence.
+type Match struct {
+	Code     string `json:"code"`
+	Severity string `json:"severity"`
+	Tier     string `json:"tier"`
+	Tool     string `json:"tool"` // "" for the server's instructions
+	// Where names the field: "name", "description", "instructions", or a path
+	// into a schema such as "inputSchema.properties.x.description" (a path
+	// ending at a member name when the member name itself matched).
+	Where string `json:"where"`
+	// Span is the byte range of the match in the scanned text: the folded
+	// text, or the text as sent for a raw rule.
+	Span [2]int `json:"-"`
+}
+
+// Limits bound one scan. A scan that hits a bound still returns what it
+// found, with Result.Truncated set, so a label never passes over text it did
+// not read.
+type Limits struct {
+	BytesPerText   int // one field; the rest of it is not scanned
+	BytesPerTool   int
+	BytesTotal     int
+	MatchesPerTool int
+	MatchesTotal   int
+	SchemaDepth    int
+	HitsPerRule    int // regexp hits a rule's guards may inspect per field
+}
+
+// DefaultLimits fit the crawl's bounds: a tool set is at most 3 MiB, and the
+// largest real one seen was 1.5 MB.
+var DefaultLimits = Limits{
+	BytesPerText:   64 << 10,
+	BytesPerTool:   256 << 10,
+	BytesTotal:     8 << 20,
+	MatchesPerTool: 64,
+	MatchesTotal:   2000,
+	SchemaDepth:    32,
+	HitsPerRule:    16,
+}
+
+// Result is a bounded scan's outcome.
+type Result struct {
+	Matches   []Match
+	Truncated bool // some text went unscanned or some matches were dropped by a bound
+}
+
+// Scan runs ps over tools (as parsed by log/canon: objects are map[string]any)
+// and the server's instructions (nil when none were sent) with DefaultLimits.
+func Scan(ps *PatternSet, tools []any, instructions *string) []Match {
+	return ScanWith(ps, tools, instructions, DefaultLimits).Matches
+}
+
+// ScanWith is Scan with explicit limits. The order of the matches is
+// deterministic: instructions first, then tools by name in UTF-16 code units,
+// then field, position and code. Within one field each rule reports at most
+// once, and matches equal in all five label members are reported once.
+func ScanWith(ps *PatternSet, tools []any, instructions *string, lim Limits) Result {
+	s := &scanner{ps: ps, lim: lim, budget: lim.BytesTotal}
+	if instructions != nil {
+		s.startTool("")
+		s.text(SurfaceInstructions, "instructions", *instructions)
+	}
+	for _, t := range tools {
+		s.tool(t)
+	}
+	slices.SortStableFunc(s.out, compareMatches)
+	return Result{Matches: dedupe(s.out), Truncated: s.truncated}
+}
+
+type scanner struct {
+	ps        *PatternSet
+	lim       Limits
+	out       []Match
+	budget    int // bytes left for the whole scan
+	toolLeft  int // bytes left for the current tool
+	toolHits  int
+	toolName  string
+	truncated bool
+}
+
+func (s *scanner) startTool(name string) {
+	s.toolName, s.toolLeft, s.toolHits = name, s.lim.BytesPerTool, 0
+}
+
+func (s *scanner) tool(t any) {
+	obj, ok := t.(map[string]any)
+	if !ok {
+		return
+	}
+	name, _ := obj["name"].(string)
+	s.startTool(name)
+	s.text(SurfaceName, "name", name)
+	if d, ok := obj["description"].(string); ok {
+		s.text(SurfaceDescription, "description", d)
+	}
+	for _, sf := range []Surface{SurfaceInputSchema, SurfaceOutputSchema} {
+		if v, ok := obj[string(sf)]; ok {
+			s.walk(sf, string(sf), v, 0)
+		}
+	}
+}
+
+// walk scans every string value and member name in a schema, in member-name
+// order so the result does not depend on map iteration.
+func (s *scanner) walk(sf Surface, path string, v any, depth int) {
+	if depth > s.lim.SchemaDepth {
+		s.truncated = true
+		return
+	}
+	switch v := v.(type) {
+	case string:
+		s.text(sf, path, v)
+	case []any:
+		for i, e := range v {
+			s.walk(sf, path+"["+strconv.Itoa(i)+"]", e, depth+1)
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, canon.CompareUTF16)
+		for _, k := range keys {
+			p := joinPath(path, k)
+			s.text(sf, p, k)
+			s.walk(sf, p, v[k], depth+1)
+		}
+	}
+}
+
+// joinPath writes a member as .name when it is a plain identifier and as
+// ["name"] (JSON-quoted) otherwise, so a path cannot be forged by a member
+// name containing dots.
+func joinPath(path, k string) string {
+	plain := k != ""
+	for _, r := range k {
+		if !(r == '_' || r == '-' || r == '$' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return path + "." + k
+	}
+	return path + "[" + strconv.Quote(k) + "]"
+}
+
+// text scans one field with every rule that applies to its surface.
+func (s *scanner) text(sf Surface, where, raw string) {
+	if raw == "" {
+		return
+	}
+	raw = s.take(raw)
+	if raw == "" {
+		return
+	}
+	var folded string
+	for i := range s.ps.rules {
+		r := &s.ps.rules[i]
+		if !r.on[sf] {
+			continue
+		}
+		t := raw
+		if !r.Raw {
+			if folded == "" {
+				folded = fold(raw)
+			}
+			t = folded
+		}
+		if span, ok := s.firstKept(r, sf, t); ok {
+			s.add(Match{Code: r.Code, Severity: r.Severity, Tier: r.Tier, Tool: s.toolName, Where: where, Span: span})
+		}
+	}
+}
+
+// take charges the byte budgets for a field and cuts it to what they allow,
+// at a rune boundary.
+func (s *scanner) take(t string) string {
+	n := min(len(t), s.lim.BytesPerText, s.toolLeft, s.budget)
+	if n < len(t) {
+		s.truncated = true
+		for n > 0 && !utf8.RuneStart(t[n]) {
+			n--
+		}
+		t = t[:n]
+	}
+	s.toolLeft -= n
+	s.budget -= n
+	return t
+}
+
+// firstKept returns the first regexp hit no guard drops; later hits are tried
+// so that one benign early hit cannot mask a real one.
+func (s *scanner) firstKept(r *compiledRule, sf Surface, t string) ([2]int, bool) {
+	for _, loc := range r.re.FindAllStringIndex(t, s.lim.HitsPerRule) {
+		h := hit{text: t, start: loc[0], end: loc[1], surface: sf}
+		if !dropped(r, h) {
+			return [2]int{loc[0], loc[1]}, true
+		}
+	}
+	return [2]int{}, false
+}
+
+func dropped(r *compiledRule, h hit) bool {
+	for _, g := range r.guards {
+		if g(h) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scanner) add(m Match) {
+	if s.toolHits >= s.lim.MatchesPerTool || len(s.out) >= s.lim.MatchesTotal {
+		s.truncated = true
+		return
+	}
+	s.toolHits++
+	s.out = append(s.out, m)
+}
+
+func compareMatches(a, b Match) int {
+	if (a.Where == "instructions" && a.Tool == "") != (b.Where == "instructions" && b.Tool == "") {
+		if a.Tool == "" && a.Where == "instructions" {
+			return -1
+		}
+		return 1
+	}
+	if c := canon.CompareUTF16(a.Tool, b.Tool); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Where, b.Where); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Span[0], b.Span[0]); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Code, b.Code); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Span[1], b.Span[1])
+}
+
+// dedupe keeps the first of matches equal in every label member; the input is
+// sorted, but equal matches need not be adjacent, so a set is used.
+func dedupe(in []Match) []Match {
+	type key struct{ code, sev, tier, tool, where string }
+	seen := make(map[key]bool, len(in))
+	out := in[:0]
+	for _, m := range in {
+		k := key{m.Code, m.Severity, m.Tier, m.Tool, m.Where}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, m)
+		}
+	}
+	return out
+}
