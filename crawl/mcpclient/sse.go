@@ -17,7 +17,8 @@ type sseEvent struct {
 // one event and the whole stream are bounded.
 type sseReader struct {
 	r        io.Reader
-	buf      []byte // unread bytes
+	buf      []byte // unread bytes, a suffix of store
+	store    []byte
 	chunk    []byte
 	eof      bool
 	skipLF   bool  // the last line ended in CR; a following LF belongs to it
@@ -117,9 +118,10 @@ func (s *sseReader) fill() error {
 	if s.total > s.budget {
 		return stopf(StatusTooLarge, "%s exceeded %d bytes", s.what, s.budget)
 	}
-	// A fresh slice each time: consumed bytes at the front of the old one are
-	// dropped, so a long stream of small events holds no more than one line.
-	s.buf = append(bytes.Clone(s.buf), s.chunk[:n]...)
+	// Unread bytes move to the front of one reused buffer (lines handed out
+	// are copies), so a long stream of small events holds at most one line.
+	s.store = append(append(s.store[:0], s.buf...), s.chunk[:n]...)
+	s.buf = s.store
 	if errors.Is(err, io.EOF) {
 		s.eof = true
 		return nil
