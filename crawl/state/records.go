@@ -1,0 +1,258 @@
+package state
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// prefixChangeID maps a change id to its key under prefixChange.
+const prefixChangeID = "ci/"
+
+// Update is everything one target's processing changes, written as one synced
+// batch so a crash never leaves a target's record and its observation apart.
+type Update struct {
+	Target      *Target
+	Observation *Observation
+	Change      *Change
+}
+
+// Commit writes u in one synced batch.
+func (s *Store) Commit(u Update) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if u.Target != nil {
+		if err := setJSON(b, prefixTarget+u.Target.ID, u.Target); err != nil {
+			return err
+		}
+	}
+	if u.Observation != nil {
+		if err := setJSON(b, prefixObs+u.Observation.TargetID, u.Observation); err != nil {
+			return err
+		}
+	}
+	if u.Change != nil {
+		if err := putChange(b, u.Change); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("writing crawl state: %w", err)
+	}
+	return nil
+}
+
+// PutTargets writes many targets in one synced batch (a harvest's result, or
+// the delisted ones).
+func (s *Store) PutTargets(ts []Target) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for i := range ts {
+		if err := setJSON(b, prefixTarget+ts[i].ID, &ts[i]); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("writing targets: %w", err)
+	}
+	return nil
+}
+
+func putChange(b *pebble.Batch, c *Change) error {
+	if c.ID == "" || c.TargetID == "" {
+		return errors.New("storing change: id and target id are required")
+	}
+	key := changeKey(c.At, c.ID)
+	if err := setJSON(b, key, c); err != nil {
+		return err
+	}
+	return b.Set([]byte(prefixChangeID+c.ID), []byte(key), nil)
+}
+
+// changeKey orders changes newest first: the time is inverted so Pebble's
+// ascending iteration yields the latest change first.
+func changeKey(at time.Time, id string) string {
+	return prefixChange + invertedTime(at) + "/" + id
+}
+
+func invertedTime(t time.Time) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(math.MaxInt64-t.UnixNano()))
+	return hex.EncodeToString(b[:])
+}
+
+func setJSON(b *pebble.Batch, key string, v any) error {
+	val, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", key, err)
+	}
+	return b.Set([]byte(key), val, nil)
+}
+
+func (s *Store) getJSON(key string, v any) error {
+	val, closer, err := s.db.Get([]byte(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", key, err)
+	}
+	defer closer.Close()
+	if err := json.Unmarshal(val, v); err != nil {
+		return fmt.Errorf("decoding %s: %w", key, err)
+	}
+	return nil
+}
+
+// Target returns the target with id.
+func (s *Store) Target(id string) (*Target, error) {
+	var t Target
+	if err := s.getJSON(prefixTarget+id, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Targets returns every target ever harvested, delisted ones included, in id order.
+func (s *Store) Targets() ([]Target, error) {
+	var out []Target
+	err := s.scan(prefixTarget, 0, func(val []byte) error {
+		var t Target
+		if err := json.Unmarshal(val, &t); err != nil {
+			return fmt.Errorf("decoding target: %w", err)
+		}
+		out = append(out, t)
+		return nil
+	})
+	return out, err
+}
+
+// Observation returns the latest observation of target id.
+func (s *Store) Observation(id string) (*Observation, error) {
+	var o Observation
+	if err := s.getJSON(prefixObs+id, &o); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// Observations returns the latest observation of every target, in target id order.
+func (s *Store) Observations() ([]Observation, error) {
+	var out []Observation
+	err := s.scan(prefixObs, 0, func(val []byte) error {
+		var o Observation
+		if err := json.Unmarshal(val, &o); err != nil {
+			return fmt.Errorf("decoding observation: %w", err)
+		}
+		out = append(out, o)
+		return nil
+	})
+	return out, err
+}
+
+// Change returns the change record with id.
+func (s *Store) Change(id string) (*Change, error) {
+	val, closer, err := s.db.Get([]byte(prefixChangeID + id))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading change %s: %w", id, err)
+	}
+	key := string(val)
+	closer.Close()
+	var c Change
+	if err := s.getJSON(key, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Changes returns up to limit change records, newest first (limit ≤ 0: all).
+func (s *Store) Changes(limit int) ([]Change, error) {
+	var out []Change
+	err := s.scan(prefixChange, limit, func(val []byte) error {
+		var c Change
+		if err := json.Unmarshal(val, &c); err != nil {
+			return fmt.Errorf("decoding change: %w", err)
+		}
+		out = append(out, c)
+		return nil
+	})
+	return out, err
+}
+
+// PatternSet returns the digest of the pattern set the last scan labels used, "" if none.
+func (s *Store) PatternSet() (string, error) {
+	var d string
+	err := s.getJSON(keyPatternSet, &d)
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	return d, err
+}
+
+// SetPatternSet records the digest of the pattern set now in use.
+func (s *Store) SetPatternSet(digest string) error {
+	return s.put(keyPatternSet, digest)
+}
+
+// AddRun records a finished crawl.
+func (s *Store) AddRun(r Run) error {
+	return s.put(prefixRun+invertedTime(r.Started), r)
+}
+
+// Runs returns up to limit crawl runs, newest first (limit ≤ 0: all).
+func (s *Store) Runs(limit int) ([]Run, error) {
+	var out []Run
+	err := s.scan(prefixRun, limit, func(val []byte) error {
+		var r Run
+		if err := json.Unmarshal(val, &r); err != nil {
+			return fmt.Errorf("decoding run: %w", err)
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) put(key string, v any) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := setJSON(b, key, v); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("writing %s: %w", key, err)
+	}
+	return nil
+}
+
+// scan calls fn with each value under prefix in key order, at most limit
+// values when limit > 0.
+func (s *Store) scan(prefix string, limit int, fn func(val []byte) error) error {
+	upper := []byte(prefix)
+	upper[len(upper)-1]++
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefix), UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", prefix, err)
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok && (limit <= 0 || n < limit); ok = it.Next() {
+		if err := fn(it.Value()); err != nil {
+			return err
+		}
+		n++
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("listing %s: %w", prefix, err)
+	}
+	return nil
+}
