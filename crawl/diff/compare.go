@@ -1,0 +1,209 @@
+package diff
+
+import (
+	"sort"
+)
+
+// Change is what differs between two tool sets.
+type Change struct {
+	Added    []string     // names only in after, sorted; renamed tools excluded
+	Removed  []string     // names only in before, sorted; renamed tools excluded
+	Modified []ToolChange // tools on both sides whose members differ, by name
+	Renamed  []Rename     // removed+added pairs with identical content, by From
+	// SerializationOnly: the only differences are schema paths under
+	// "$schema" or "additionalProperties" keywords.
+	SerializationOnly bool
+}
+
+// Rename pairs a removed tool with an added one of identical description,
+// inputSchema and outputSchema.
+type Rename struct {
+	From string
+	To   string
+}
+
+// ToolChange lists the members that differ for one tool.
+type ToolChange struct {
+	Name   string
+	Fields []FieldChange // in the order of Fields
+}
+
+// FieldChange is one member of a tool that differs: a text member carries
+// Words, a JSON member Paths.
+type FieldChange struct {
+	Field     string
+	Words     []WordOp
+	Paths     []PathChange
+	Truncated bool // Paths was cut at MaxPaths
+}
+
+// Members compared, in report order. description, inputSchema and
+// outputSchema are what MTL/1 digests; title and annotations are not, but a
+// reader of a change wants them too.
+var (
+	textFields = []string{"description", "title"}
+	jsonFields = []string{"inputSchema", "outputSchema", "annotations"}
+)
+
+// Empty reports whether nothing changed.
+func (c *Change) Empty() bool {
+	return len(c.Added) == 0 && len(c.Removed) == 0 && len(c.Modified) == 0 && len(c.Renamed) == 0
+}
+
+// Compare diffs two tools arrays as a server sent them, parsed by log/canon.
+// Elements that are not objects with a non-empty string name are ignored,
+// and of two tools with one name the first is used: such sets have no
+// digest, and a diff of them is only a courtesy. Compare never fails.
+func Compare(before, after []any) *Change {
+	a, b := index(before), index(after)
+	c := &Change{}
+	for name := range b {
+		if _, ok := a[name]; !ok {
+			c.Added = append(c.Added, name)
+		}
+	}
+	for name := range a {
+		if _, ok := b[name]; !ok {
+			c.Removed = append(c.Removed, name)
+		}
+	}
+	sort.Strings(c.Added)
+	sort.Strings(c.Removed)
+	c.pairRenames(a, b)
+	serial := c.modified(a, b)
+	c.SerializationOnly = serial && len(c.Modified) > 0 &&
+		len(c.Added) == 0 && len(c.Removed) == 0 && len(c.Renamed) == 0
+	return c
+}
+
+func index(tools []any) map[string]map[string]any {
+	m := make(map[string]map[string]any, len(tools))
+	for _, t := range tools {
+		obj, ok := t.(map[string]any)
+		if !ok {
+			continue
+		}
+		name, ok := obj["name"].(string)
+		if !ok || name == "" {
+			continue
+		}
+		if _, dup := m[name]; !dup {
+			m[name] = obj
+		}
+	}
+	return m
+}
+
+// content is the normalised part of a tool that MTL/1 digests, apart from
+// its name: equal content under two names is a rename.
+func content(t map[string]any) string {
+	return keyOf(text(t, "description"), schema(t, "inputSchema"), optional(t, "outputSchema"))
+}
+
+// pairRenames matches each added tool, in name order, with the first
+// removed tool of identical content, so the pairing is deterministic.
+func (c *Change) pairRenames(a, b map[string]map[string]any) {
+	if len(c.Added) == 0 || len(c.Removed) == 0 {
+		return
+	}
+	byContent := map[string][]string{}
+	for _, name := range c.Removed {
+		k := content(a[name])
+		byContent[k] = append(byContent[k], name)
+	}
+	paired := map[string]bool{}
+	var added []string
+	for _, name := range c.Added {
+		k := content(b[name])
+		if from := byContent[k]; len(from) > 0 {
+			c.Renamed = append(c.Renamed, Rename{From: from[0], To: name})
+			paired[from[0]] = true
+			byContent[k] = from[1:]
+			continue
+		}
+		added = append(added, name)
+	}
+	c.Added = added
+	var removed []string
+	for _, name := range c.Removed {
+		if !paired[name] {
+			removed = append(removed, name)
+		}
+	}
+	c.Removed = removed
+	sort.Slice(c.Renamed, func(i, j int) bool { return c.Renamed[i].From < c.Renamed[j].From })
+}
+
+// modified fills Modified and reports whether every change found was a
+// serialization-only schema change.
+func (c *Change) modified(a, b map[string]map[string]any) bool {
+	names := make([]string, 0, len(a))
+	for name := range a {
+		if _, ok := b[name]; ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	serial := true
+	for _, name := range names {
+		tc, s := compareTool(name, a[name], b[name])
+		if len(tc.Fields) > 0 {
+			c.Modified = append(c.Modified, tc)
+			serial = serial && s
+		}
+	}
+	return serial
+}
+
+func compareTool(name string, a, b map[string]any) (ToolChange, bool) {
+	tc := ToolChange{Name: name}
+	serial := true
+	for _, f := range textFields {
+		if ta, tb := text(a, f), text(b, f); ta != tb {
+			tc.Fields = append(tc.Fields, FieldChange{Field: f, Words: Words(ta, tb)})
+			serial = false
+		}
+	}
+	for _, f := range jsonFields {
+		va, vb := jsonMember(a, f), jsonMember(b, f)
+		if keyOf(va) == keyOf(vb) {
+			continue
+		}
+		ps, s, trunc := paths(va, vb)
+		if len(ps) == 0 {
+			continue
+		}
+		tc.Fields = append(tc.Fields, FieldChange{Field: f, Paths: ps, Truncated: trunc})
+		serial = serial && s && f != "annotations"
+	}
+	return tc, serial
+}
+
+// text is a string member, "" unless a string (as MTL/1 reads description).
+func text(t map[string]any, f string) string {
+	s, _ := t[f].(string)
+	return s
+}
+
+// schema is inputSchema as MTL/1 reads it: {} unless an object.
+func schema(t map[string]any, f string) any {
+	if m, ok := t[f].(map[string]any); ok {
+		return m
+	}
+	return map[string]any{}
+}
+
+// optional is an object member, or nil when it is absent or not an object.
+func optional(t map[string]any, f string) any {
+	if m, ok := t[f].(map[string]any); ok {
+		return m
+	}
+	return nil
+}
+
+func jsonMember(t map[string]any, f string) any {
+	if f == "inputSchema" {
+		return schema(t, f)
+	}
+	return optional(t, f)
+}
