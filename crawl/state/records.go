@@ -24,9 +24,25 @@ type Update struct {
 }
 
 // Commit writes u in one synced batch.
-func (s *Store) Commit(u Update) error {
+func (s *Store) Commit(u Update) error { return s.CommitAll([]Update{u}) }
+
+// CommitAll writes several targets' updates in one synced batch: the crawl
+// commits the targets of one log append together, after the append is durable.
+func (s *Store) CommitAll(us []Update) error {
 	b := s.db.NewBatch()
 	defer b.Close()
+	for _, u := range us {
+		if err := addUpdate(b, u); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("writing crawl state: %w", err)
+	}
+	return nil
+}
+
+func addUpdate(b *pebble.Batch, u Update) error {
 	if u.Target != nil {
 		if err := setJSON(b, prefixTarget+u.Target.ID, u.Target); err != nil {
 			return err
@@ -38,12 +54,7 @@ func (s *Store) Commit(u Update) error {
 		}
 	}
 	if u.Change != nil {
-		if err := putChange(b, u.Change); err != nil {
-			return err
-		}
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("writing crawl state: %w", err)
+		return putChange(b, u.Change)
 	}
 	return nil
 }

@@ -57,45 +57,40 @@ type Anchor struct {
 }
 
 // Observation is the latest observation of one target and the crawler's
-// memory of its history.
+// memory of its history: the current subject, and the chain of labels that
+// continuity extends.
 type Observation struct {
 	TargetID   string    `json:"targetId"`
-	Status     string    `json:"status"`
+	Status     string    `json:"status"` // status of the latest attempt
 	Detail     string    `json:"detail,omitempty"`
-	ObservedAt time.Time `json:"observedAt"`
-	// Digest is the MTL/1 tool-set digest; "" when there was none (no tool
-	// list, or a refused one such as MTL-NUM-001, named in Refusal).
-	Digest  string `json:"digest,omitempty"`
-	Refusal string `json:"refusal,omitempty"`
-	// ToolSetSRI is the evidence address of the canonical tool set.
-	ToolSetSRI       string `json:"toolSetSri,omitempty"`
-	DescriptorSRI    string `json:"descriptorSri,omitempty"`
-	SubjectURN       string `json:"subjectUrn,omitempty"`
-	SubjectDigestSRI string `json:"subjectDigestSri,omitempty"`
-	ToolCount        int    `json:"toolCount"`
+	ObservedAt time.Time `json:"observedAt"` // time of the latest attempt
+	// Subject is the subject digest (SRI of the descriptor's JCS, also its
+	// evidence address) of the latest ok observation; "" before the first.
+	Subject    string `json:"subject,omitempty"`
+	SubjectURN string `json:"subjectUrn,omitempty"`
+	// ToolSetDigest is the MTL/1 tool-set digest of that observation (also the
+	// evidence address of its canonical tool set); "" when it had none, and
+	// Refusal then names why (MTL-NUM-001, MTL-SUBJ-002, …).
+	ToolSetDigest string  `json:"toolSetDigest,omitempty"`
+	Refusal       string  `json:"refusal,omitempty"`
+	ToolCount     int     `json:"toolCount"`
+	Instructions  *string `json:"instructions,omitempty"` // as last sent, for re-scans
+	// LastOK is when the current subject was last seen; UnchangedSince when it
+	// was first seen.
+	LastOK         time.Time `json:"lastOk,omitzero"`
+	UnchangedSince time.Time `json:"unchangedSince,omitzero"`
 	// Labels maps a method URN to the id of the latest label of that method.
 	Labels map[string]string `json:"labels,omitempty"`
-	// PatternSet is the digest of the pattern set the latest scan label used.
-	PatternSet string `json:"patternSet,omitempty"`
-	// LastOK is the latest observation with status ok and a digest: the
-	// "before" of the next change record. Its Tools are the tool array as sent.
-	LastOK *OKObservation `json:"lastOk,omitempty"`
-	// Anchor is the prior label of the next continuity label; it moves only
-	// when a continuity label is issued against it, or on the first label.
+	// Sets is the pattern-set and record-set digests the latest scan and
+	// name-threat labels used; a different pair re-issues them.
+	Sets string `json:"sets,omitempty"`
+	// Anchor is the last link of the target's label chain (its first
+	// observation label, then each continuity label): the prior label of the
+	// next continuity label.
 	Anchor *Anchor `json:"anchor,omitempty"`
 	// StretchReported says the current unreachable stretch already has its
 	// one inconclusive continuity label; cleared on the next ok observation.
 	StretchReported bool `json:"stretchReported,omitempty"`
-}
-
-// OKObservation is enough of an ok observation to diff against later.
-type OKObservation struct {
-	Digest     string          `json:"digest"`
-	ObservedAt time.Time       `json:"observedAt"`
-	Tools      json.RawMessage `json:"tools"` // the canonical tool set (JCS)
-	// Instructions and Subject let a re-scan rebuild a scan label without a
-	// fresh observation.
-	Instructions *string `json:"instructions,omitempty"`
 }
 
 // Change is one change record: a target's tool-set digest moved.

@@ -29,7 +29,7 @@ func TestCommitAndReopen(t *testing.T) {
 	}
 	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	tg := &Target{Target: registry.Target{ID: "00112233aabbccdd", Name: "io.example/a", Endpoint: "https://a.example/mcp"}, Status: "ok", LastCrawled: at}
-	obs := &Observation{TargetID: tg.ID, Status: "ok", ObservedAt: at, Digest: "sha256-x",
+	obs := &Observation{TargetID: tg.ID, Status: "ok", ObservedAt: at, ToolSetDigest: "sha256-x",
 		Labels: map[string]string{"m": "urn:uuid:1"},
 		Anchor: &Anchor{LabelID: "urn:uuid:1", ObservedAt: at, ToolCount: 2}}
 	if err := s.Commit(Update{Target: tg, Observation: obs}); err != nil {
@@ -48,7 +48,7 @@ func TestCommitAndReopen(t *testing.T) {
 		t.Fatalf("target after reopen = %+v, %v", gotT, err)
 	}
 	gotO, err := s.Observation(tg.ID)
-	if err != nil || gotO.Digest != "sha256-x" || gotO.Anchor == nil || gotO.Anchor.ToolCount != 2 || gotO.Labels["m"] != "urn:uuid:1" {
+	if err != nil || gotO.ToolSetDigest != "sha256-x" || gotO.Anchor == nil || gotO.Anchor.ToolCount != 2 || gotO.Labels["m"] != "urn:uuid:1" {
 		t.Fatalf("observation after reopen = %+v, %v", gotO, err)
 	}
 	if _, err := s.Observation("missing"); !errors.Is(err, ErrNotFound) {
