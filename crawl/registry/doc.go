@@ -12,6 +12,15 @@
 // complete harvest: a registry that failed half-way must never make half the
 // world look delisted.
 //
+// Where this differs from HISTOR's Python harvest, on purpose: entries the
+// registry marks deleted are kept with RegistryStatus "deleted" rather than
+// dropped, so the crawl can show what moderation removed (whether to dial them
+// is the crawl's decision); sse remotes are targets, since our client speaks
+// legacy HTTP+SSE; and a cleartext URL is not skipped here, because the
+// address guard refuses it at dial time unless private targets are allowed.
+// The three-remote cap counts only streamable-http and sse remotes, so a
+// stdio or unknown entry cannot crowd out a real one.
+//
 // Pages are decoded with encoding/json under a byte limit, not with
 // log/canon's strict parser. Registry pages are neither digested nor signed;
 // what we keep from them is a handful of strings, and one publisher's odd

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -407,5 +408,28 @@ func BenchmarkHarvest10k(b *testing.B) {
 		if err != nil || len(h.Targets) != 10_000 {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A connection dropped mid-answer is a transport error, retried like a 5xx.
+func TestHarvestRetriesDroppedConnection(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) == 1 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		fmt.Fprint(w, `{"servers":[{"server":{"name":"io.ok/one","remotes":[{"type":"streamable-http","url":"https://ok.example/mcp"}]}}]}`)
+	}))
+	defer srv.Close()
+	h, err := registry.Harvest(context.Background(), srv.Client(), srv.URL, fast())
+	if err != nil || !h.Complete || len(h.Targets) != 1 {
+		t.Fatalf("err %v, result %+v", err, h)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
 	}
 }
