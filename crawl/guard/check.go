@@ -142,21 +142,34 @@ func numericLastLabel(name string) bool {
 // address in it is not global, prefers IPv4, and pins the choice.
 func (g *Guard) resolve(ctx context.Context, host string, port uint16) (netip.AddrPort, error) {
 	addrs, err := g.lookup(ctx, host)
+	if err == nil {
+		err = g.allowed(host, addrs)
+	}
+	key := pinKey(host, port)
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if err != nil {
+		// A refused answer also withdraws an earlier approval, so a host that turned private
+		// since the last Check cannot still be dialled through the old pin.
+		delete(g.pins, key)
 		return netip.AddrPort{}, err
 	}
-	if !g.cfg.AllowPrivate {
-		for _, a := range addrs {
-			if why := NonGlobal(a); why != "" {
-				return netip.AddrPort{}, &BlockedError{Host: host, Addr: a, Reason: why}
-			}
+	ap := netip.AddrPortFrom(preferIPv4(addrs), port)
+	g.pins[key] = ap
+	return ap, nil
+}
+
+// allowed refuses the whole answer if any address in it is not global.
+func (g *Guard) allowed(host string, addrs []netip.Addr) error {
+	if g.cfg.AllowPrivate {
+		return nil
+	}
+	for _, a := range addrs {
+		if why := NonGlobal(a); why != "" {
+			return &BlockedError{Host: host, Addr: a, Reason: why}
 		}
 	}
-	ap := netip.AddrPortFrom(preferIPv4(addrs), port)
-	g.mu.Lock()
-	g.pins[pinKey(host, port)] = ap
-	g.mu.Unlock()
-	return ap, nil
+	return nil
 }
 
 func (g *Guard) lookup(ctx context.Context, host string) ([]netip.Addr, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -67,6 +68,26 @@ func TestRebindingDialsTheCheckedAddress(t *testing.T) {
 	}
 	if n := public.requests.Load(); n != 4 {
 		t.Errorf("the checked server saw %d requests, want 4", n)
+	}
+}
+
+// A host whose answer turned private since the last Check loses its pin: the client refuses it
+// rather than dialling the address approved earlier.
+func TestRefusedCheckWithdrawsThePin(t *testing.T) {
+	r := &fakeResolver{seq: map[string][][]string{"turns.test": {{"93.184.216.34"}, {"10.0.0.7"}}}}
+	g := newGuard(t, Config{Resolver: r})
+	dialled := standIn(g, "93.184.216.34:443", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9})
+	if _, err := g.Check(context.Background(), "https://turns.test/mcp"); err != nil {
+		t.Fatalf("first Check: %v", err)
+	}
+	if _, err := g.Check(context.Background(), "https://turns.test/mcp"); !isBlocked(err) {
+		t.Fatalf("second Check = %v, want a BlockedError", err)
+	}
+	if _, err := g.Client().Get("https://turns.test/mcp"); !isBlocked(err) {
+		t.Errorf("GET after a refused Check = %v, want a BlockedError", err)
+	}
+	if len(*dialled) != 0 {
+		t.Errorf("dialled %q", *dialled)
 	}
 }
 
