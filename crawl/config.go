@@ -1,0 +1,143 @@
+package crawl
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/histor-observer/histor/crawl/guard"
+	"github.com/histor-observer/histor/crawl/registry"
+)
+
+// Defaults of Config.
+const (
+	DefaultWorkers       = 12
+	DefaultPerHost       = 2
+	DefaultContinuityGap = 20 * time.Hour
+	DefaultDeadline      = 60 * time.Second
+	DefaultBatch         = 256
+)
+
+// Config is everything one crawl needs. Zero fields take the defaults named
+// on them; New validates it once.
+type Config struct {
+	// Registry is the base URL of the MCP registry to harvest. Default the
+	// official registry, https://registry.modelcontextprotocol.io.
+	Registry string
+	// RegistryClient fetches registry pages. The registry is the operator's
+	// choice, not third-party data, so it does not go through the address
+	// guard. Default a client with a 2-minute timeout.
+	RegistryClient *http.Client
+	// RegistryOptions bound the harvest (pages, bytes, retries); the crawl
+	// fills in its User-Agent and opt-out list.
+	RegistryOptions registry.Options
+	// Workers is how many observations run at once. Default 12 (HISTOR's).
+	Workers int
+	// PerHost is the most connections to one host name at any moment.
+	// Default 2; the guard enforces it, and the scheduler never hands a
+	// worker a target whose host is already at the bound.
+	PerHost int
+	// ContinuityGap is the least time between two links of a target's label
+	// chain. Default 20h (MTL/1's continuity interval).
+	ContinuityGap time.Duration
+	// AllowPrivateTargets also permits http:// and loopback or private
+	// addresses. For tests and local demos only; New logs it loudly.
+	AllowPrivateTargets bool
+	// OptOutFile lists hosts and endpoints never to dial (see
+	// registry.LoadOptOut). Optional.
+	OptOutFile string
+	// PatternSetFile and ThreatRecordsFile replace the pattern set and threat
+	// record set shipped with histor (configs/pattern-set.json and
+	// configs/threat-records.json, embedded in crawl/scan). Optional.
+	PatternSetFile    string
+	ThreatRecordsFile string
+	// PublicURL and Version name the crawler in its User-Agent:
+	// histor/<Version> (+<PublicURL>; read-only: initialize + tools/list).
+	PublicURL string
+	Version   string
+	// Deadline bounds one whole observation. Default 60s.
+	Deadline time.Duration
+	// Client bounds (bytes, tools, pages, event size, depth); zero takes
+	// crawl/mcpclient's defaults.
+	MaxResponseBytes int64
+	MaxToolSetBytes  int64
+	MaxTools         int
+	MaxPages         int
+	MaxSSEEventBytes int
+	MaxJSONDepth     int
+	// Batch is the most observations whose labels go into one log append.
+	// Default 256.
+	Batch int
+	// Guard overrides parts of the address guard's configuration; tests set
+	// Resolver and RootCAs. AllowPrivate, MaxConnsPerHost, UserAgent and
+	// Logger are always taken from the fields above.
+	Guard guard.Config
+	// Now is the clock; default time.Now. Tests move it forward by days.
+	Now func() time.Time
+	// Progress receives the live progress display; nil means none.
+	Progress *Progress
+	// Logger receives the crawl's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// validate fills in defaults and checks the result.
+func (c *Config) validate() error {
+	if c.Registry == "" {
+		c.Registry = registry.DefaultBase
+	}
+	u, err := url.Parse(c.Registry)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("crawl config: registry %q is not an absolute http(s) URL", c.Registry)
+	}
+	if u.Scheme == "http" && !c.AllowPrivateTargets {
+		return errors.New("crawl config: a cleartext registry URL needs AllowPrivateTargets")
+	}
+	setDefault(&c.Workers, DefaultWorkers)
+	setDefault(&c.PerHost, DefaultPerHost)
+	setDefault(&c.Batch, DefaultBatch)
+	if c.ContinuityGap == 0 {
+		c.ContinuityGap = DefaultContinuityGap
+	}
+	if c.Deadline == 0 {
+		c.Deadline = DefaultDeadline
+	}
+	if c.Workers < 1 || c.PerHost < 1 || c.Batch < 1 || c.ContinuityGap < 0 || c.Deadline < 0 {
+		return errors.New("crawl config: workers, per-host, batch, continuity gap and deadline must be positive")
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = "https://github.com/histor-observer/histor"
+	}
+	if c.RegistryClient == nil {
+		c.RegistryClient = &http.Client{Timeout: 2 * time.Minute}
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+func setDefault(v *int, d int) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
+// registryURN is the descriptor's server.registry for a registry base URL:
+// HISTOR's URN for the official registry, the same form over the host for
+// any other, so two registries' subjects never collide.
+func registryURN(base string) string {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return "urn:awr:mtl:1:registry:" + base
+	}
+	return "urn:awr:mtl:1:registry:" + u.Host
+}

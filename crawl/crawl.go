@@ -1,0 +1,307 @@
+package crawl
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/histor-observer/histor/crawl/guard"
+	"github.com/histor-observer/histor/crawl/mcpclient"
+	"github.com/histor-observer/histor/crawl/registry"
+	"github.com/histor-observer/histor/crawl/scan"
+	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/log/canon"
+	hlog "github.com/histor-observer/histor/log"
+)
+
+// ErrRunning is returned by Run while another crawl of the same Crawler runs.
+var ErrRunning = errors.New("a crawl is already running")
+
+// Crawler runs crawls. Lifecycle: New (validate, load the pattern and record
+// sets and the opt-out list, build the guard and client), then Run once per
+// crawl. It is safe for concurrent use; crawls do not overlap.
+type Crawler struct {
+	cfg    Config
+	log    *hlog.Log
+	key    ed25519.PrivateKey
+	did    string
+	st     *state.Store
+	guard  *guard.Guard
+	client *mcpclient.Client
+	optOut *registry.OptOut
+	regURN string
+	logger *slog.Logger
+
+	patterns *scan.PatternSet
+	records  *scan.RecordSet
+	// setEvidence holds the pattern and record sets as stored evidence.
+	setEvidence []hlog.Evidence
+
+	running atomic.Bool
+	lastErr atomic.Pointer[string]
+}
+
+// New validates cfg and prepares a crawler that appends to l, signs labels
+// with key (whose did:key is did) and remembers targets in st.
+func New(cfg Config, l *hlog.Log, key ed25519.PrivateKey, did string, st *state.Store, logger *slog.Logger) (*Crawler, error) {
+	if logger != nil {
+		cfg.Logger = logger
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if l == nil || st == nil || len(key) != ed25519.PrivateKeySize || did == "" {
+		return nil, errors.New("crawl: a log, a state store, an Ed25519 key and its did are required")
+	}
+	c := &Crawler{cfg: cfg, log: l, key: key, did: did, st: st, logger: cfg.Logger, regURN: registryURN(cfg.Registry)}
+	if cfg.AllowPrivateTargets {
+		c.logger.Warn("CRAWLING PRIVATE TARGETS: http:// and loopback/private addresses are allowed; for tests and local demos only")
+	}
+	if err := c.loadSets(); err != nil {
+		return nil, err
+	}
+	if err := c.buildClient(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Crawler) loadSets() error {
+	var err error
+	c.patterns = scan.Default()
+	if c.cfg.PatternSetFile != "" {
+		if c.patterns, err = scan.LoadPatternSetFile(c.cfg.PatternSetFile); err != nil {
+			return fmt.Errorf("loading pattern set: %w", err)
+		}
+	}
+	c.records = scan.DefaultRecords()
+	if c.cfg.ThreatRecordsFile != "" {
+		if c.records, err = scan.LoadRecordSetFile(c.cfg.ThreatRecordsFile); err != nil {
+			return fmt.Errorf("loading threat records: %w", err)
+		}
+	}
+	if c.cfg.OptOutFile != "" {
+		if c.optOut, err = registry.LoadOptOut(c.cfg.OptOutFile); err != nil {
+			return fmt.Errorf("loading opt-out list: %w", err)
+		}
+	}
+	return c.setBodies()
+}
+
+// setBodies renders the pattern and record sets as the exact bytes their
+// digests are over, so a label's patternSet/recordSet reference resolves
+// to evidence anyone can re-digest.
+func (c *Crawler) setBodies() error {
+	pb, err := canon.Marshal(map[string]any{"version": c.patterns.Version(), "rules": c.patterns.Rules()})
+	if err != nil {
+		return fmt.Errorf("rendering pattern set: %w", err)
+	}
+	rb, err := canon.Marshal(map[string]any{"version": c.records.Version(), "records": c.records.Records()})
+	if err != nil {
+		return fmt.Errorf("rendering record set: %w", err)
+	}
+	if hlog.SRI(pb) != c.patterns.Digest() || hlog.SRI(rb) != c.records.Digest() {
+		return errors.New("rendering pattern and record sets: bodies do not match their digests")
+	}
+	c.setEvidence = []hlog.Evidence{{Kind: "pattern-sets", Body: pb}, {Kind: "record-sets", Body: rb}}
+	return nil
+}
+
+func (c *Crawler) buildClient() error {
+	gc := c.cfg.Guard
+	gc.AllowPrivate = c.cfg.AllowPrivateTargets
+	gc.MaxConnsPerHost = c.cfg.PerHost
+	gc.UserAgent = guard.UserAgent(c.cfg.Version, c.cfg.PublicURL)
+	gc.Logger = c.logger
+	g, err := guard.New(gc)
+	if err != nil {
+		return fmt.Errorf("building address guard: %w", err)
+	}
+	c.guard = g
+	c.client = mcpclient.New(mcpclient.Config{
+		HTTP: g.Client(), UserAgent: gc.UserAgent, ClientVersion: c.cfg.Version, Deadline: c.cfg.Deadline,
+		MaxResponseBytes: c.cfg.MaxResponseBytes, MaxToolSetBytes: c.cfg.MaxToolSetBytes,
+		MaxTools: c.cfg.MaxTools, MaxPages: c.cfg.MaxPages, MaxSSEEventBytes: c.cfg.MaxSSEEventBytes,
+		MaxJSONDepth: c.cfg.MaxJSONDepth, Classify: guard.Status, Logger: c.logger,
+	})
+	return nil
+}
+
+// Running reports whether a crawl is in progress; LastError is the error of
+// the last crawl, "" if it succeeded. Both are for /health.
+func (c *Crawler) Running() bool { return c.running.Load() }
+
+// LastError is the error the last finished crawl ended with, "" if none.
+func (c *Crawler) LastError() string {
+	if p := c.lastErr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Run performs one full crawl and signs a head after it. The summary is
+// returned even with an error when some targets were processed.
+func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
+	if !c.running.CompareAndSwap(false, true) {
+		return nil, ErrRunning
+	}
+	defer c.running.Store(false)
+	sum, err := c.run(ctx)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	c.lastErr.Store(&msg)
+	if rerr := c.st.AddRun(sum.run(msg)); rerr != nil && err == nil {
+		err = rerr
+	}
+	return sum, err
+}
+
+func (c *Crawler) run(ctx context.Context) (*Summary, error) {
+	sum := newSummary(c.cfg.Now())
+	res, err := c.harvest(ctx)
+	if res == nil {
+		sum.finish(c.cfg.Now())
+		return sum, err
+	}
+	sum.Complete = res.Complete
+	if err := c.syncTargets(res); err != nil {
+		return sum, err
+	}
+	c.observeAll(ctx, res, sum)
+	if _, serr := c.log.SignHead(context.WithoutCancel(ctx)); serr != nil && err == nil {
+		err = fmt.Errorf("signing head after crawl: %w", serr)
+	}
+	sum.finish(c.cfg.Now())
+	if err == nil {
+		err = ctx.Err()
+	}
+	c.logger.Info("crawl finished", "targets", sum.Targets, "labels", sum.Labels, "changes", sum.Changes,
+		"complete", sum.Complete, "duration", sum.Duration, "statuses", sum.ByStatus)
+	return sum, err
+}
+
+// harvest reads the registry. A partial harvest is still crawled (what it
+// found is real) but reported, and never delists anything.
+func (c *Crawler) harvest(ctx context.Context) (*registry.Result, error) {
+	opts := c.cfg.RegistryOptions
+	opts.UserAgent = guard.UserAgent(c.cfg.Version, c.cfg.PublicURL)
+	opts.OptOut = c.optOut
+	if opts.Logger == nil {
+		opts.Logger = c.logger
+	}
+	res, err := registry.Harvest(ctx, c.cfg.RegistryClient, c.cfg.Registry, opts)
+	if err != nil {
+		err = fmt.Errorf("harvesting registry: %w", err)
+		if res == nil || len(res.Targets) == 0 {
+			return nil, err
+		}
+		c.logger.Warn("registry harvest incomplete; crawling what was read, delisting nothing", "error", err)
+	}
+	return res, err
+}
+
+// syncTargets stores the harvested targets (keeping each one's last status
+// until this crawl gives it a new one) and, after a complete harvest only,
+// marks the targets that are no longer listed.
+func (c *Crawler) syncTargets(res *registry.Result) error {
+	prev, err := c.st.Targets()
+	if err != nil {
+		return fmt.Errorf("reading targets: %w", err)
+	}
+	byID := make(map[string]state.Target, len(prev))
+	prevReg := make([]registry.Target, 0, len(prev))
+	for _, t := range prev {
+		byID[t.ID] = t
+		prevReg = append(prevReg, t.Target)
+	}
+	out := make([]state.Target, 0, len(res.Targets))
+	for _, t := range res.Targets {
+		old := byID[t.ID]
+		out = append(out, state.Target{Target: t, Status: old.Status, Detail: old.Detail, LastCrawled: old.LastCrawled})
+	}
+	for _, d := range registry.Delist(prevReg, res) {
+		if d.Delisted && !byID[d.ID].Delisted {
+			c.logger.Info("target delisted", "id", d.ID, "name", d.Name, "endpoint", d.Endpoint)
+		}
+		old := byID[d.ID]
+		old.Target = d
+		out = append(out, old)
+	}
+	return c.st.PutTargets(out)
+}
+
+// observeAll runs the workers over every harvested target and the committer
+// over their results.
+func (c *Crawler) observeAll(ctx context.Context, res *registry.Result, sum *Summary) {
+	names := make([]string, 0, res.Servers)
+	seen := map[string]bool{}
+	var dial []registry.Target
+	for _, t := range res.Targets {
+		if !seen[t.Name] {
+			seen[t.Name] = true
+			names = append(names, t.Name)
+		}
+		if t.Skip == "" {
+			dial = append(dial, t)
+		}
+	}
+	job := &crawlJob{c: c, index: scan.NewNameIndex(names), sets: c.patterns.Digest() + "|" + c.records.Digest()}
+	c.cfg.Progress.start(len(res.Targets))
+	results := make(chan *prepared, c.cfg.Workers)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.commitLoop(ctx, results, sum)
+	}()
+	for _, t := range res.Targets {
+		if t.Skip != "" {
+			results <- job.skipped(t)
+		}
+	}
+	c.runWorkers(ctx, job, newScheduler(dial, c.cfg.PerHost), results)
+	close(results)
+	<-done
+	c.cfg.Progress.finish()
+}
+
+func (c *Crawler) runWorkers(ctx context.Context, job *crawlJob, s *scheduler, out chan<- *prepared) {
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for {
+				t, release, ok := s.take(ctx)
+				if !ok {
+					return
+				}
+				obs := c.observe(ctx, t)
+				release()
+				out <- job.process(ctx, t, obs)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// observe checks the endpoint with the guard (resolving it afresh, once)
+// and reads its tool list.
+func (c *Crawler) observe(ctx context.Context, t registry.Target) *mcpclient.Observation {
+	target, err := c.guard.Check(ctx, t.Endpoint)
+	if err != nil {
+		status, ok := guard.Status(err)
+		if !ok {
+			status = mcpclient.StatusNetwork
+		}
+		return &mcpclient.Observation{Status: status, Detail: err.Error()}
+	}
+	return c.client.Observe(ctx, target.URL.String(), mcpclient.Transport(t.Transport))
+}
+
+// now is the crawl clock in UTC, whole seconds, as labels carry it.
+func (c *Crawler) now() time.Time { return c.cfg.Now().UTC().Truncate(time.Second) }

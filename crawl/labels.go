@@ -1,0 +1,118 @@
+package crawl
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/histor-observer/histor/crawl/diff"
+	"github.com/histor-observer/histor/crawl/registry"
+	"github.com/histor-observer/histor/crawl/scan"
+	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/canon"
+)
+
+// instructionsTool stands in the label's "tool" member for a match in the
+// server's instructions, which belong to no tool; MTL/1 requires the member.
+const instructionsTool = "(instructions)"
+
+// scanLabels issues the pattern-scan label over tools and instructions and
+// the name-threat label over the server name.
+func (j *crawlJob) scanLabels(p *prepared, t registry.Target, in awr.LabelInput, tools []any, instructions *string) error {
+	ps, rs := j.c.patterns, j.c.records
+	scanIn := in
+	scanIn.Reasons = nil
+	scanIn.PatternSet = awr.Ref{ID: ps.ID(), DigestSRI: ps.Digest()}
+	for _, m := range scan.Scan(ps, tools, instructions) {
+		tool := m.Tool
+		if tool == "" {
+			tool = instructionsTool
+		}
+		scanIn.PatternMatches = append(scanIn.PatternMatches, awr.PatternMatch{
+			Code: m.Code, Severity: m.Severity, Tier: m.Tier, Tool: tool, Where: m.Where,
+		})
+	}
+	if _, err := j.issue(p, awr.MethodPatternScan, scanIn); err != nil {
+		return err
+	}
+	nameIn := in
+	nameIn.Reasons = nil
+	nameIn.RecordSet = awr.Ref{ID: rs.ID(), DigestSRI: rs.Digest()}
+	for _, m := range j.index.Match(rs, t.Name) {
+		nameIn.RecordMatches = append(nameIn.RecordMatches, awr.RecordMatch{
+			Code: nameCode(m.Kind), Severity: nameSeverity(m.Kind), Pattern: m.Name, Field: "server.name",
+		})
+	}
+	_, err := j.issue(p, awr.MethodNameThreat, nameIn)
+	return err
+}
+
+// nameCode is the reason code a name match carries in a label.
+func nameCode(kind string) string {
+	return "NAME-" + strings.ToUpper(kind)
+}
+
+// nameSeverity ranks name matches: a listed threat above a lookalike of
+// one, above a lookalike of an ordinary registry name.
+func nameSeverity(kind string) string {
+	switch kind {
+	case scan.KindThreatRecord:
+		return "high"
+	case scan.KindThreatLookalike:
+		return "medium"
+	default:
+		return "low"
+	}
+}
+
+// change records what moved between the previous subject and this one.
+func (j *crawlJob) change(p *prepared, t registry.Target, prev *state.Observation, subj *subject, after []any, now time.Time) error {
+	var before []any
+	if prev.ToolSetDigest != "" {
+		body, err := j.c.log.Evidence("toolsets", prev.ToolSetDigest)
+		if err != nil {
+			return fmt.Errorf("reading previous tool set %s: %w", prev.ToolSetDigest, err)
+		}
+		if before, err = toolsOf(body); err != nil {
+			return err
+		}
+	}
+	summary, err := json.Marshal(diff.Compare(before, after))
+	if err != nil {
+		return fmt.Errorf("encoding change summary: %w", err)
+	}
+	c := &state.Change{
+		ID: changeID(t.ID, prev.Subject, subj.sri, now), TargetID: t.ID, Name: t.Name, Endpoint: t.Endpoint,
+		Before: prev.ToolSetDigest, After: subj.digest, At: now, Summary: summary,
+	}
+	for i, m := range p.methods {
+		if m == awr.MethodContinuity {
+			c.LabelID = p.entries[i].ID
+		}
+	}
+	p.update.Change = c
+	return nil
+}
+
+// changeID is a short stable id: the same change seen twice gets one id.
+func changeID(target, from, to string, at time.Time) string {
+	h := sha256.Sum256([]byte(target + "\n" + from + "\n" + to + "\n" + at.Format(time.RFC3339)))
+	return hex.EncodeToString(h[:8])
+}
+
+// toolsOf parses a stored canonical tool set.
+func toolsOf(body []byte) ([]any, error) {
+	v, err := canon.Parse(body)
+	if err != nil {
+		return nil, fmt.Errorf("parsing stored tool set: %w", err)
+	}
+	tools, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("stored tool set is not an array")
+	}
+	return tools, nil
+}

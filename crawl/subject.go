@@ -1,0 +1,107 @@
+package crawl
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/histor-observer/histor/crawl/registry"
+	"github.com/histor-observer/histor/log/mtl"
+)
+
+// subject is what MTL/1 makes of one ok observation.
+type subject struct {
+	desc    mtl.Descriptor
+	descJCS []byte // evidence "descriptors", addressed by sri
+	sri     string // subject digest
+	urn     string
+	// toolSet is the canonical tool set (evidence "toolsets", addressed by
+	// digest); both empty when the set has no digest.
+	toolSet []byte
+	digest  string
+	// refusal says why there is no digest (MTL-NUM-001, or a set MTL/1
+	// refuses outright, which gets a names-only descriptor as HISTOR's does).
+	refusal *mtl.Refusal
+}
+
+// buildSubject digests tools and builds the subject descriptor: server name
+// and registry URN (no version, so a version bump with identical tools keeps
+// the subject), artifact transport and endpoint.
+func buildSubject(t registry.Target, registryURN string, tools []any) (*subject, error) {
+	server := mtl.Server{Name: t.Name, Registry: registryURN}
+	art := mtl.Artifact{Transport: t.Transport, Endpoint: t.Endpoint}
+	desc, hazard, err := mtl.Build(server, tools, art)
+	var refusal *mtl.Refusal
+	if errors.As(err, &refusal) && refusal.Code != mtl.CodeInput {
+		desc, err = fallbackDescriptor(server, art, tools)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("building subject descriptor: %w", err)
+	}
+	s := &subject{desc: desc, digest: desc.ToolSet.DigestSRI, refusal: refusal}
+	if hazard != nil {
+		s.refusal = hazard
+	}
+	if s.descJCS, err = desc.JCS(); err != nil {
+		return nil, fmt.Errorf("canonicalising subject descriptor: %w", err)
+	}
+	if s.sri, s.urn, err = desc.Subject(); err != nil {
+		return nil, fmt.Errorf("digesting subject descriptor: %w", err)
+	}
+	if s.digest != "" {
+		if s.toolSet, err = mtl.CanonicalToolSet(tools); err != nil {
+			return nil, fmt.Errorf("canonicalising tool set: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// fallbackDescriptor is the names-only descriptor of a tool set MTL/1 refuses
+// (not an object, nameless, empty, duplicate names): the server did show it,
+// and the inconclusive label over it needs a subject to point at.
+func fallbackDescriptor(server mtl.Server, art mtl.Artifact, tools []any) (mtl.Descriptor, error) {
+	seen := map[string]bool{}
+	var names []string
+	for _, t := range tools {
+		m, ok := t.(map[string]any)
+		if !ok {
+			continue
+		}
+		if n, ok := m["name"].(string); ok && n != "" && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	slices.SortFunc(names, compareUTF16)
+	d := mtl.Descriptor{Server: server, ToolSet: mtl.ToolSet{Count: len(names), Names: names}, Artifact: art}
+	return d, d.Validate()
+}
+
+// compareUTF16 orders strings by UTF-16 code units, as MTL/1 sorts names.
+func compareUTF16(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	for i := 0; i < len(ra) && i < len(rb); i++ {
+		if ra[i] == rb[i] {
+			continue
+		}
+		if ka, kb := utf16Key(ra[i]), utf16Key(rb[i]); ka != kb {
+			return int(ka - kb)
+		}
+		return int(ra[i] - rb[i]) // same high surrogate: the low ones order like the runes
+
+	}
+	return len(ra) - len(rb)
+}
+
+// utf16Key maps a rune to a value ordered like its first UTF-16 code unit:
+// supplementary runes (surrogate pairs, 0xD800…) sort below U+E000…U+FFFF.
+func utf16Key(r rune) rune {
+	switch {
+	case r >= 0x10000:
+		return 0xD800 + (r-0x10000)>>10
+	case r >= 0xE000:
+		return r + 0x800 // above every surrogate
+	default:
+		return r
+	}
+}

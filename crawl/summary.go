@@ -1,0 +1,87 @@
+package crawl
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/histor-observer/histor/crawl/state"
+)
+
+// Summary is what one crawl did. Every harvested target is counted under
+// exactly one status, so Targets is the sum of ByStatus.
+type Summary struct {
+	Started  time.Time
+	Targets  int
+	ByStatus map[string]int
+	// Labels counts labels appended, in all; ByMethod by method URN.
+	Labels   int
+	ByMethod map[string]int
+	Changes  int
+	Duration time.Duration
+	// Complete is true when the registry harvest read every page.
+	Complete bool
+	// Errors counts targets our side failed to process (never the server's doing).
+	Errors int
+}
+
+func newSummary(start time.Time) *Summary {
+	return &Summary{Started: start, ByStatus: map[string]int{}, ByMethod: map[string]int{}}
+}
+
+// add counts one processed target. Called from the committer only.
+func (s *Summary) add(p *prepared) {
+	s.Targets++
+	s.ByStatus[p.status]++
+	s.Labels += len(p.entries)
+	for i := range p.entries {
+		s.ByMethod[p.methods[i]]++
+	}
+	if p.update.Change != nil {
+		s.Changes++
+	}
+	if p.err != nil {
+		s.Errors++
+	}
+}
+
+func (s *Summary) finish(end time.Time) { s.Duration = end.Sub(s.Started) }
+
+func (s *Summary) run(errMsg string) state.Run {
+	return state.Run{
+		Started: s.Started, Ended: s.Started.Add(s.Duration), Targets: s.Targets,
+		ByStatus: s.ByStatus, Labels: s.Labels, Changes: s.Changes, Complete: s.Complete, Error: errMsg,
+	}
+}
+
+// Write prints the summary for people: totals, then statuses by count.
+func (s *Summary) Write(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "crawl finished in %s: %d targets, %d labels, %d changes", s.Duration.Round(time.Millisecond), s.Targets, s.Labels, s.Changes)
+	if !s.Complete {
+		b.WriteString(" (registry harvest incomplete: nothing delisted)")
+	}
+	b.WriteString("\n")
+	for _, k := range sortedByCount(s.ByStatus) {
+		fmt.Fprintf(&b, "  %-16s %d\n", k, s.ByStatus[k])
+	}
+	if s.Errors > 0 {
+		fmt.Fprintf(&b, "  (%d targets could not be processed; see the log)\n", s.Errors)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func sortedByCount(m map[string]int) []string {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	return keys
+}
