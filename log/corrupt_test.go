@@ -111,12 +111,28 @@ func TestOpenRefusesDamagedStore(t *testing.T) {
 				return db.Set(tileKey(0, 2), encodeTile(make([]byte, 88*hashSize)), pebble.Sync)
 			})
 		}, "root"},
-		{"deleted last entry", func(t *testing.T, dir string) {
-			rawEdit(t, dir, func(db *pebble.DB) error { return db.Delete(entryKey(599), pebble.Sync) })
-		}, "entry 599"},
+		{"deleted last entry bundle", func(t *testing.T, dir string) {
+			rawEdit(t, dir, func(db *pebble.DB) error { return db.Delete(bundleKey(2), pebble.Sync) })
+		}, "entry bundle 2"},
+		{"short last entry bundle", func(t *testing.T, dir string) {
+			rawEdit(t, dir, func(db *pebble.DB) error {
+				v, _ := getValue(db, bundleKey(2))
+				offs, _ := bundleSplit(v)
+				return db.Set(bundleKey(2), v[:offs[len(offs)-1]], pebble.Sync)
+			})
+		}, "entry bundle 2"},
 		{"changed last entry", func(t *testing.T, dir string) {
-			rawEdit(t, dir, func(db *pebble.DB) error { return db.Set(entryKey(599), []byte(`{}`), pebble.Sync) })
+			rawEdit(t, dir, func(db *pebble.DB) error {
+				v, _ := getValue(db, bundleKey(2))
+				v[len(v)-2] ^= 1
+				return db.Set(bundleKey(2), v, pebble.Sync)
+			})
 		}, "entry 599"},
+		{"entry bundle beyond the head", func(t *testing.T, dir string) {
+			rawEdit(t, dir, func(db *pebble.DB) error {
+				return db.Set(bundleKey(3), appendBundleEntry(nil, []byte(`{}`)), pebble.Sync)
+			})
+		}, "entry bundle 3"},
 		{"deleted latest head", func(t *testing.T, dir string) {
 			rawEdit(t, dir, func(db *pebble.DB) error { return db.Delete(keyLatest, pebble.Sync) })
 		}, "latest head"},
@@ -167,7 +183,11 @@ func TestFsckFindsDamage(t *testing.T) {
 		if err := db.Set(tileKey(0, 1), v, nil); err != nil {
 			return err
 		}
-		return db.Set(entryKey(10), []byte(`{"id":"urn:uuid:test-00000010","i":11}`), pebble.Sync)
+		// Entry 10 rewritten with the same length and id.
+		v, _ = getValue(db, bundleKey(0))
+		i := bytes.Index(v, []byte(`"i":10}`))
+		copy(v[i:], `"i":11}`)
+		return db.Set(bundleKey(0), v, pebble.Sync)
 	})
 	rep, err := Fsck(context.Background(), dir, nil)
 	if err != nil {

@@ -138,22 +138,31 @@ func (f *fsck) checkEntries(ctx context.Context, heads []*headRecord) error {
 		}
 	}
 	f.checkRootsAt(tiles, &heads)
-	it, err := f.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixEntry}, UpperBound: []byte{prefixEntry + 1}})
+	it, err := f.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixBundle}, UpperBound: []byte{prefixBundle + 1}})
 	if err != nil {
 		return fmt.Errorf("reading entries: %w", err)
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		if tiles.size%65536 == 0 && ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !bytes.Equal(it.Key(), entryKey(tiles.size)) {
-			f.problem("entry %d missing (next key %x)", tiles.size, it.Key())
+		n := tiles.size / tileWidth
+		if tiles.size%tileWidth != 0 || !bytes.Equal(it.Key(), bundleKey(n)) {
+			f.problem("entry bundle %d missing or short (next key %x at size %d)", n, it.Key(), tiles.size)
 			break
 		}
-		f.checkLabelIndex(tiles.size, it.Value())
-		tiles.appendLeaves([][32]byte{leafHash(it.Value())}, put)
-		f.checkRootsAt(tiles, &heads)
+		offs, err := bundleSplit(it.Value())
+		if err != nil {
+			f.problem("entry bundle %d: %v", n, err)
+			break
+		}
+		for k := range offs {
+			entry := bundleEntry(it.Value(), offs, k)
+			f.checkLabelIndex(tiles.size, entry)
+			tiles.appendLeaves([][32]byte{leafHash(entry)}, put)
+			f.checkRootsAt(tiles, &heads)
+		}
 	}
 	if err := it.Error(); err != nil {
 		f.problem("reading entries: %v", err)

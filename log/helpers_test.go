@@ -91,3 +91,9 @@ func errorsAs(err error, target any) bool { return errors.As(err, target) }
 func testingGOMAXPROCS() int { return runtime.GOMAXPROCS(0) }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func (l *Log) latestSeq() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.latest.Seq
+}

@@ -84,9 +84,10 @@ type Log struct {
 	// tip is the newest head applied to Pebble, possibly not yet synced;
 	// tiles is the tree at tip and ids the filter of its label ids. All
 	// three are owned by the sequencer goroutine once Open returns.
-	tip   headRecord
-	tiles *tileState
-	ids   *idFilter
+	tip    headRecord
+	tiles  *tileState
+	ids    *idFilter
+	bundle []byte // the partial entry bundle at tip
 }
 
 // Open opens or creates the log in cfg.Dir, checks the stored state (see
@@ -113,8 +114,9 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	l.stopped = make(chan struct{})
 	l.tip = l.latest
 	staged := make(chan *pendingBatch, pipelineDepth)
-	go l.sequence(staged)
-	go l.publish(staged)
+	synced := make(chan struct{}, pipelineDepth+2)
+	go l.sequence(staged, synced)
+	go l.publish(staged, synced)
 	l.logger.Info("log open", "dir", cfg.Dir, "size", l.Size(), "origin", cfg.Origin)
 	return l, nil
 }

@@ -134,6 +134,9 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
+	if l.bundle, err = checkBundles(l.db, rec.Size); err != nil {
+		return err
+	}
 	if l.ids, err = loadIDFilter(l.db, rec.Size); err != nil {
 		return err
 	}
@@ -235,8 +238,7 @@ func checkHead(rec *headRecord, pub ed25519.PublicKey, v note.Verifier) error {
 }
 
 // checkTree loads the edge tiles for the head's size and checks that they
-// give the head's root, that the last entry's leaf hash is in its tile, and
-// that no entry lies beyond the head.
+// give the head's root and that every stored tile hangs together.
 func checkTree(db pebble.Reader, rec *headRecord) (*tileState, error) {
 	t := &tileState{size: rec.Size}
 	levels, index, width := edgeWidths(rec.Size)
@@ -260,9 +262,6 @@ func checkTree(db pebble.Reader, rec *headRecord) (*tileState, error) {
 	}
 	if root := t.root(); root != rec.Root {
 		return nil, corrupt("tiles", fmt.Errorf("root %x from stored tiles, head says %x", root, rec.Root))
-	}
-	if err := checkLastEntry(db, rec.Size); err != nil {
-		return nil, err
 	}
 	if err := checkTileChain(db, rec.Size); err != nil {
 		return nil, err
@@ -313,27 +312,44 @@ func checkTileChain(db pebble.Reader, size uint64) error {
 	return nil
 }
 
-func checkLastEntry(db pebble.Reader, size uint64) error {
-	if _, err := getValue(db, entryKey(size)); !errors.Is(err, ErrNotFound) {
-		return corrupt(fmt.Sprintf("entry %d", size), fmt.Errorf("present beyond the head (%v)", err))
+// checkBundles checks that the entry bundles end exactly at size and that
+// the last entry's leaf hash is the one in its tile; it returns the partial
+// bundle the sequencer continues.
+func checkBundles(db pebble.Reader, size uint64) ([]byte, error) {
+	next := (size + tileWidth - 1) / tileWidth
+	if _, err := getValue(db, bundleKey(next)); !errors.Is(err, ErrNotFound) {
+		return nil, corrupt(fmt.Sprintf("entry bundle %d", next), fmt.Errorf("present beyond the head (%v)", err))
 	}
 	if size == 0 {
-		return nil
+		return nil, nil
 	}
-	entry, err := getValue(db, entryKey(size-1))
+	n := (size - 1) / tileWidth
+	what := fmt.Sprintf("entry bundle %d", n)
+	bundle, err := getValue(db, bundleKey(n))
 	if err != nil {
-		return corrupt(fmt.Sprintf("entry %d", size-1), err)
+		return nil, corrupt(what, err)
 	}
-	tile, err := getValue(db, tileKey(0, (size-1)/tileWidth))
+	offs, err := bundleSplit(bundle)
+	if err != nil {
+		return nil, corrupt(what, err)
+	}
+	if uint64(len(offs)) != size-n*tileWidth {
+		return nil, corrupt(what, fmt.Errorf("%d entries, want %d for size %d", len(offs), size-n*tileWidth, size))
+	}
+	tile, err := getValue(db, tileKey(0, n))
 	if err == nil {
 		tile, err = decodeTile(tile)
 	}
 	if err != nil {
-		return corrupt(fmt.Sprintf("tile 0/%d", (size-1)/tileWidth), err)
+		return nil, corrupt(fmt.Sprintf("tile 0/%d", n), err)
 	}
 	off := int((size-1)%tileWidth) * hashSize
-	if len(tile) < off+hashSize || [32]byte(tile[off:off+hashSize]) != leafHash(entry) {
-		return corrupt(fmt.Sprintf("entry %d", size-1), errors.New("leaf hash is not the one in its tile"))
+	last := bundleEntry(bundle, offs, len(offs)-1)
+	if len(tile) < off+hashSize || [32]byte(tile[off:off+hashSize]) != leafHash(last) {
+		return nil, corrupt(what, fmt.Errorf("entry %d's leaf hash is not the one in its tile", size-1))
 	}
-	return nil
+	if len(offs) == tileWidth {
+		return nil, nil
+	}
+	return bundle, nil
 }

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -49,11 +50,11 @@ func (l *Log) Entry(index uint64) ([]byte, error) {
 	if index >= l.Size() {
 		return nil, ErrNotFound
 	}
-	v, err := getValue(l.db, entryKey(index))
+	out, err := l.scanEntries(index, index+1)
 	if err != nil {
-		return nil, fmt.Errorf("reading entry %d: %w", index, err)
+		return nil, err
 	}
-	return v, nil
+	return out[0], nil
 }
 
 // Entries returns the labels [start, end); end must not pass Size and the
@@ -66,29 +67,40 @@ func (l *Log) Entries(start, end uint64) ([][]byte, error) {
 	return l.scanEntries(start, end)
 }
 
+// scanEntries reads the bundles holding [start, end) and copies the
+// entries out.
 func (l *Log) scanEntries(start, end uint64) ([][]byte, error) {
 	out := make([][]byte, 0, end-start)
 	if start == end {
 		return out, nil
 	}
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(start), UpperBound: entryKey(end)})
+	first, last := start/tileWidth, (end-1)/tileWidth
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: bundleKey(first), UpperBound: bundleKey(last + 1)})
 	if err != nil {
 		return nil, fmt.Errorf("reading entries: %w", err)
 	}
-	for ok := it.First(); ok; ok = it.Next() {
-		if want := entryKey(start + uint64(len(out))); string(it.Key()) != string(want) {
-			it.Close()
-			return nil, corrupt(fmt.Sprintf("entry %d", start+uint64(len(out))), ErrNotFound)
+	defer it.Close()
+	n := first
+	for ok := it.First(); ok && n <= last; ok, n = it.Next(), n+1 {
+		what := fmt.Sprintf("entry bundle %d", n)
+		if !bytes.Equal(it.Key(), bundleKey(n)) {
+			return nil, corrupt(what, ErrNotFound)
 		}
-		out = append(out, append([]byte(nil), it.Value()...))
-	}
-	if err := it.Close(); err != nil {
-		return nil, fmt.Errorf("reading entries: %w", err)
+		v := it.Value()
+		offs, err := bundleSplit(v)
+		if err != nil {
+			return nil, corrupt(what, err)
+		}
+		for k := range offs {
+			if i := n*tileWidth + uint64(k); i >= start && i < end {
+				out = append(out, bytes.Clone(bundleEntry(v, offs, k)))
+			}
+		}
 	}
 	if uint64(len(out)) != end-start {
 		return nil, corrupt(fmt.Sprintf("entry %d", start+uint64(len(out))), ErrNotFound)
 	}
-	return out, nil
+	return out, it.Error()
 }
 
 // LabelIndex returns the index of the label with this id.
@@ -205,26 +217,19 @@ func (l *Log) HashTile(level, index uint64, width int) ([]byte, error) {
 // EntryBundle returns a C2SP entry bundle: entries [256·index, 256·index+width),
 // each as a big-endian uint16 length and the label bytes.
 func (l *Log) EntryBundle(index uint64, width int) ([]byte, error) {
-	if width < 1 || width > tileWidth || index > (1<<56) {
+	if width < 1 || width > tileWidth || index > l.Size()/tileWidth || index*tileWidth+uint64(width) > l.Size() {
 		return nil, ErrNotFound
 	}
-	start := index * tileWidth
-	end := start + uint64(width)
-	if end > l.Size() {
-		return nil, ErrNotFound
-	}
-	entries, err := l.scanEntries(start, end)
+	v, err := getValue(l.db, bundleKey(index))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading entry bundle %d: %w", index, err)
 	}
-	var n int
-	for _, e := range entries {
-		n += 2 + len(e)
+	offs, err := bundleSplit(v)
+	if err != nil || len(offs) < width {
+		return nil, corrupt(fmt.Sprintf("entry bundle %d", index), fmt.Errorf("%d entries, want %d (%v)", len(offs), width, err))
 	}
-	out := make([]byte, 0, n)
-	for _, e := range entries {
-		out = binary.BigEndian.AppendUint16(out, uint16(len(e)))
-		out = append(out, e...)
+	if width == len(offs) {
+		return v, nil
 	}
-	return out, nil
+	return v[:offs[width]], nil
 }

@@ -116,34 +116,71 @@ func checkAppend(entries []Entry, ev []Evidence) error {
 	return nil
 }
 
-// sequence is the one goroutine that writes: it takes a request, adds every
-// request already waiting (up to MaxBatch entries), stages them as one
-// batch on top of the previous (possibly not yet synced) one, and applies
-// it to Pebble. The batch's WAL sync is waited for by publish, so the next
-// batch is built while the previous one reaches the disk.
-func (l *Log) sequence(staged chan<- *pendingBatch) {
+// sequence is the one goroutine that writes: it takes a request, gathers
+// more (up to MaxBatch entries), stages them as one batch on top of the
+// previous (possibly not yet synced) one, and applies it to Pebble. The
+// batch's WAL sync is waited for by publish. While a sync is in flight the
+// sequencer keeps gathering (group commit), so batches stay large; with
+// none in flight it takes what is queued and goes.
+func (l *Log) sequence(staged chan<- *pendingBatch, synced <-chan struct{}) {
 	defer close(staged)
+	inflight := 0
 	for {
 		var req *appendReq
 		select {
 		case <-l.quit:
 			return
 		case req = <-l.reqs:
+		case <-synced:
+			inflight--
+			continue
 		}
 		batch, n := []*appendReq{req}, len(req.entries)
-	more:
 		for n < l.cfg.MaxBatch {
+			if inflight == 0 {
+				batch, n = l.drain(batch, n)
+				break
+			}
 			select {
 			case r := <-l.reqs:
 				batch, n = append(batch, r), n+len(r.entries)
-			default:
-				break more
+			case <-synced:
+				inflight--
 			}
 		}
 		if p := l.apply(batch); p != nil {
 			staged <- p
+			inflight++
 		}
 	}
+}
+
+// batchBytes estimates a batch's encoded size, so Pebble allocates its
+// buffer once instead of doubling it through a megabyte.
+func batchBytes(batch []*appendReq) int {
+	n := 64 << 10 // tiles and the head
+	for _, req := range batch {
+		for _, e := range req.entries {
+			n += len(e.Label) + 2*len(e.ID) + 48
+		}
+		for _, e := range req.ev {
+			n += len(e.Body) + 80
+		}
+	}
+	return n
+}
+
+// drain adds the requests already queued, up to MaxBatch entries.
+func (l *Log) drain(batch []*appendReq, n int) ([]*appendReq, int) {
+	for n < l.cfg.MaxBatch {
+		select {
+		case r := <-l.reqs:
+			batch, n = append(batch, r), n+len(r.entries)
+		default:
+			return batch, n
+		}
+	}
+	return batch, n
 }
 
 // pendingBatch is a batch applied to Pebble whose WAL sync is not yet known
@@ -153,6 +190,7 @@ type pendingBatch struct {
 	b      *pebble.Batch
 	rec    *headRecord
 	tiles  *tileState
+	bundle []byte // the partial entry bundle after this batch
 	firsts []uint64
 	errs   []error
 }
@@ -165,8 +203,9 @@ func (l *Log) apply(batch []*appendReq) *pendingBatch {
 		answerAll(batch, appendResult{err: err})
 		return nil
 	}
-	p := &pendingBatch{reqs: batch, b: l.db.NewBatch(), tiles: l.tiles.clone()}
-	p.firsts, p.errs = l.stage(p.b, p.tiles, batch)
+	p := &pendingBatch{reqs: batch, b: l.db.NewBatchWithSize(batchBytes(batch)), tiles: l.tiles.clone()}
+	p.bundle = append(make([]byte, 0, len(l.bundle)+batchBytes(batch)), l.bundle...)
+	p.firsts, p.errs = l.stage(p, batch)
 	rec, err := l.newHead(p.tiles, l.tip.Seq+1)
 	if err == nil {
 		l.putHead(p.b, rec)
@@ -179,18 +218,22 @@ func (l *Log) apply(batch []*appendReq) *pendingBatch {
 		return nil
 	}
 	p.rec = rec
-	l.tip, l.tiles = *rec, p.tiles
+	l.tip, l.tiles, l.bundle = *rec, p.tiles, p.bundle
 	l.noteIDs(batch, p.errs)
 	return p
 }
 
 // publish waits for each applied batch's sync, in order, then makes its
 // head the latest and answers its callers.
-func (l *Log) publish(staged <-chan *pendingBatch) {
+func (l *Log) publish(staged <-chan *pendingBatch, synced chan<- struct{}) {
 	defer close(l.stopped)
 	for p := range staged {
 		err := p.b.SyncWait()
 		p.b.Close()
+		select {
+		case synced <- struct{}{}:
+		default: // the sequencer has stopped; nobody counts any more
+		}
 		if err != nil {
 			l.fail(err)
 		}
@@ -252,9 +295,11 @@ func answerAll(batch []*appendReq, r appendResult) {
 	}
 }
 
-// stage adds each request's entries and evidence to b and to tiles; a
-// request naming a label id already in the log is refused whole.
-func (l *Log) stage(b *pebble.Batch, tiles *tileState, batch []*appendReq) ([]uint64, []error) {
+// stage adds each request's entries and evidence to the batch, its tiles
+// and its bundle; a request naming a label id already in the log is refused
+// whole.
+func (l *Log) stage(p *pendingBatch, batch []*appendReq) ([]uint64, []error) {
+	b, tiles := p.b, p.tiles
 	firsts, errs := make([]uint64, len(batch)), make([]error, len(batch))
 	pending := map[string]bool{}
 	var hashes [][32]byte
@@ -266,14 +311,21 @@ func (l *Log) stage(b *pebble.Batch, tiles *tileState, batch []*appendReq) ([]ui
 		firsts[i] = next
 		for _, e := range req.entries {
 			pending[e.ID] = true
-			_ = b.Set(entryKey(next), e.Label, nil)
 			_ = b.Set(labelKey(e.ID), binary.BigEndian.AppendUint64(nil, next), nil)
 			hashes = append(hashes, leafHash(e.Label))
+			p.bundle = appendBundleEntry(p.bundle, e.Label)
 			next++
+			if next%tileWidth == 0 {
+				_ = b.Set(bundleKey(next/tileWidth-1), p.bundle, nil)
+				p.bundle = p.bundle[:0]
+			}
 		}
 		for _, e := range req.ev {
 			_ = b.Set(evidenceKey(e.Kind, SRI(e.Body)), e.Body, nil)
 		}
+	}
+	if len(p.bundle) > 0 {
+		_ = b.Set(bundleKey(next/tileWidth), p.bundle, nil)
 	}
 	tiles.appendLeaves(hashes, func(level int, n uint64, data []byte) {
 		_ = b.Set(tileKey(level, n), encodeTile(data), nil)

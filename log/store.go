@@ -13,7 +13,7 @@ import (
 // Pebble key layout. One byte names the record kind; integers are big-endian
 // so keys sort in log order.
 //
-//	'e' index              → entry (label JCS bytes)
+//	'b' bundle index       → C2SP entry bundle of entries [256·index, …) (see bundle.go)
 //	'i' label id           → index (8 bytes)
 //	't' level index        → tile hashes (W × 32 bytes, W ≤ 256; the same key grows until full)
 //	'h' size seq           → head record, every head ever signed
@@ -21,7 +21,7 @@ import (
 //	'v' kind 0x00 sri      → evidence body
 //	'k'                    → meta: public key (32 bytes) ‖ origin
 const (
-	prefixEntry    = 'e'
+	prefixBundle   = 'b'
 	prefixLabel    = 'i'
 	prefixTile     = 't'
 	prefixHead     = 'h'
@@ -32,10 +32,6 @@ var (
 	keyLatest = []byte{'H'}
 	keyMeta   = []byte{'k'}
 )
-
-func entryKey(i uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{prefixEntry}, i)
-}
 
 func labelKey(id string) []byte { return append([]byte{prefixLabel}, id...) }
 
