@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 )
@@ -112,7 +113,19 @@ func asciiHost(h string) (string, error) {
 		// from the same URL.
 		return strings.ToLower(h), nil
 	}
+	if !utf8.ValidString(h) {
+		return "", policyReason("host " + strconv.Quote(h) + " is not valid UTF-8")
+	}
 	name, err := hostProfile.ToASCII(strings.TrimSuffix(h, "."))
+	if err == nil {
+		// The ASCII form must itself be a valid name that maps to itself, or the name we check
+		// and the name the transport and the certificate see could differ.
+		var again string
+		again, err = hostProfile.ToASCII(name)
+		if err == nil && again != strings.ToLower(name) {
+			err = policyReason("ASCII form " + strconv.Quote(name) + " is not stable")
+		}
+	}
 	if err != nil {
 		return "", policyReason("host " + strconv.Quote(h) + " is not a valid domain name: " + err.Error())
 	}

@@ -173,6 +173,7 @@ func TestCheckPolicy(t *testing.T) {
 		{url: "https://a\u200db.example/", want: policy},
 		{url: "https://exa%20mple.com/", want: policy},
 		{url: "https://a..b/", want: policy},
+		{url: "https://0\xc300/", want: policy}, // invalid UTF-8 that IDNA alone would encode
 		{url: "https://" + strings.Repeat("a", 64) + ".example/", want: policy},
 
 		{url: "https://{tenant}.example/mcp", want: templated},
