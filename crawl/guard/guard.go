@@ -137,6 +137,8 @@ func New(cfg Config) (*Guard, error) {
 func (g *Guard) Client() *http.Client { return g.client }
 
 func (g *Guard) newClient() *http.Client {
+	// HTTP/2 stays off (a custom DialContext disables it unless forced): over HTTP/1.1 one
+	// request holds one connection, which is what the per-host bound counts.
 	tr := &http.Transport{
 		Proxy:               nil, // a proxy would resolve the name again, out of our sight
 		DialContext:         g.dialChecked,
