@@ -53,7 +53,8 @@ func TestHostileServers(t *testing.T) {
 				tr = StreamableHTTP
 			}
 			var obs *Observation
-			alloc := allocated(func() { obs = observe(t, c, srv.URL, tr) })
+			var peak uint64
+			alloc := allocated(func() { peak = peakHeap(func() { obs = observe(t, c, srv.URL, tr) }) })
 			elapsed := obs.Ended.Sub(obs.Started)
 			if !slices.Contains(h.want, obs.Status) {
 				t.Errorf("status %s (%s), want one of %v", obs.Status, obs.Detail, h.want)
@@ -71,10 +72,14 @@ func TestHostileServers(t *testing.T) {
 			if alloc > limit {
 				t.Errorf("allocated %d MiB, bound %d MiB", alloc>>20, limit>>20)
 			}
+			if peak > 32<<20 {
+				t.Errorf("live heap grew by %d MiB, bound 32 MiB", peak>>20)
+			}
 			if tr != SSE {
 				assertReadOnly(t, &log)
 			}
-			t.Logf("%s: %s (%s) in %s, %d KiB allocated", h.name, obs.Status, obs.Detail, elapsed.Round(time.Millisecond), alloc>>10)
+			t.Logf("%s: %s (%s) in %s, %d KiB allocated, live heap +%d KiB", h.name, obs.Status, obs.Detail,
+				elapsed.Round(time.Millisecond), alloc>>10, peak>>10)
 		})
 	}
 }
@@ -89,10 +94,39 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
+// peakHeap returns how far the live heap rose above its start while f ran,
+// sampled every millisecond.
+func peakHeap(f func()) uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base, peak := ms.HeapAlloc, uint64(0)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		var m runtime.MemStats
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > base && m.HeapAlloc-base > peak {
+				peak = m.HeapAlloc - base
+			}
+		}
+	}()
+	f()
+	close(done)
+	<-stopped
+	return peak
+}
+
 func hostileCases(t *testing.T) []hostile {
 	return []hostile{
 		{name: "slow-drip", tools: slowDrip, want: []string{StatusTimeout}},
-		{name: "endless-sse", tools: endlessSSE, want: []string{StatusTimeout, StatusTooLarge}},
+		{name: "endless-sse", tools: endlessSSE, want: []string{StatusTimeout, StatusTooLarge}, maxAlloc: 96 << 20},
 		{name: "huge-body", tools: hugeBody(100 << 20), want: []string{StatusTooLarge}, cfg: Config{Deadline: 20 * time.Second}},
 		{name: "endless-pagination", tools: freshCursors, want: []string{StatusPartial}, cfg: Config{Deadline: 20 * time.Second}},
 		{name: "repeated-cursor", tools: repeatedCursor, want: []string{StatusPartial}},
@@ -107,6 +141,10 @@ func hostileCases(t *testing.T) []hostile {
 		{name: "http-403", handler: status(403), want: []string{"http-403"}},
 		{name: "http-302", handler: redirect(), want: []string{StatusRedirect}},
 		{name: "sse-foreign-endpoint", handler: foreignEndpoint(), tr: SSE, want: []string{StatusProtocol}},
+		{name: "sse-silent-stream", handler: legacySSE(false), tr: SSE, want: []string{StatusTimeout}},
+		// Each flood event is parsed and dropped, so garbage grows with the
+		// stream budget (7 MiB by default), never with the endless stream.
+		{name: "sse-endless-stream", handler: legacySSE(true), tr: SSE, want: []string{StatusTimeout, StatusTooLarge}, maxAlloc: 96 << 20},
 	}
 }
 
@@ -260,4 +298,24 @@ func TestNonIntegerNumbersKept(t *testing.T) {
 	if code := mtl.Code(err); code != mtl.CodeNumber {
 		t.Fatalf("digest refusal %q (%v), want %s", code, err, mtl.CodeNumber)
 	}
+}
+
+// legacySSE is a legacy HTTP+SSE server that accepts every POST and then
+// never answers on the stream: silent, or flooding it with notifications.
+func legacySSE(flood bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /message", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) })
+	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: endpoint\ndata: /message?sessionId=1\n\n")
+		w.(http.Flusher).Flush()
+		ev := []byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n")
+		for flood {
+			if _, err := w.Write(ev); err != nil {
+				return
+			}
+		}
+		<-r.Context().Done()
+	})
+	return mux
 }

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"errors"
+	"strings"
 )
 
 // Method names this client can send. tools/call is deliberately absent.
@@ -62,11 +63,13 @@ func recordServer(obs *Observation, res map[string]any, info any) {
 	}
 }
 
+// truncate keeps at most n bytes of s, still valid UTF-8, so a recorded
+// value can always be canonicalised into a label.
 func truncate(s string, n int) string {
 	if len(s) > n {
-		return s[:n]
+		s = s[:n]
 	}
-	return s
+	return strings.ToValidUTF8(s, "")
 }
 
 // drainTools reads every tools/list page into obs.Tools. meta, if set, is

@@ -148,8 +148,10 @@ type Observation struct {
 	Detail          string // short human reason for a status other than ok
 	Era             string // EraModern, EraLegacyStreamable or EraLegacySSE; "" if none was reached
 	ProtocolVersion string // negotiated version (at most 40 bytes)
-	ServerInfo      map[string]any
-	Instructions    *string
+	// ServerInfo is serverInfo as sent (strictly parsed; a number canon
+	// refuses stays a canon.RefusedNumber). Instructions is nil if none.
+	ServerInfo   map[string]any
+	Instructions *string
 	// Tools are the tools exactly as sent, parsed strictly by log/canon with
 	// refused numbers kept as canon.RefusedNumber (so log/mtl can report
 	// MTL-NUM-001). Nil unless Status is ok.

@@ -104,7 +104,7 @@ func (c *Client) discoverError(e any, version string) (map[string]any, string, e
 		}
 		return nil, "", &fallbackError{reason: "unsupported version, no modern alternative"}
 	case codeHeaderMismatch, codeMissingCapability:
-		return nil, "", stopf(StatusProtocol, "server/discover refused (%d): %.100s", code, msg)
+		return nil, "", stopf(StatusProtocol, "server/discover refused (%d): %.100q", code, msg)
 	default:
 		return nil, "", &fallbackError{reason: fmt.Sprintf("server/discover error %d", code)}
 	}

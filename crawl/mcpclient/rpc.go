@@ -23,7 +23,7 @@ type reply struct {
 func (r *reply) result(method string) (map[string]any, error) {
 	if e, ok := r.msg["error"]; ok {
 		code, msg := rpcError(e)
-		return nil, stopf(StatusProtocol, "%s returned JSON-RPC error %d: %.100s", method, code, msg)
+		return nil, stopf(StatusProtocol, "%s returned JSON-RPC error %d: %.100q", method, code, msg)
 	}
 	res, ok := r.msg["result"].(map[string]any)
 	if !ok {
