@@ -90,7 +90,6 @@ func TestSTHStrictness(t *testing.T) {
 		"leading zero":     strings.Replace(s, `"treeSize":2`, `"treeSize":02`, 1),
 		"huge size":        strings.Replace(s, `"treeSize":2`, `"treeSize":9007199254740992`, 1),
 		"fractional time":  strings.Replace(s, `04Z"`, `04.5Z"`, 1),
-		"escaped string":   strings.Replace(s, `"histor.sth/v1"`, `"histor.sth\/v1"`, 1),
 		"trailing data":    s + "{}",
 		"other type":       strings.Replace(s, `histor.sth/v1`, `histor.sth/v2`, 1),
 	}
@@ -104,7 +103,7 @@ func TestSTHStrictness(t *testing.T) {
 	}
 	// Whitespace and member order are not part of the meaning (HISTOR serves
 	// pretty JSON); such a document still verifies.
-	pretty := strings.Replace(s, `{"log"`, "{\n  \"log\"", 1)
+	pretty := strings.Replace(strings.Replace(s, `{"log"`, "{\n  \"log\"", 1), `"histor.sth/v1"`, `"histor.sth\/v1"`, 1)
 	if _, err := VerifySTH([]byte(pretty), testKey().Public().(ed25519.PublicKey)); err != nil {
 		t.Fatalf("whitespace changed the meaning: %v", err)
 	}

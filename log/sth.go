@@ -1,20 +1,16 @@
 package log
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/gowebpki/jcs"
+	"github.com/histor-observer/histor/log/canon"
 )
 
 // STHType is the type member of every HISTOR signed tree head; it is inside
@@ -23,10 +19,6 @@ const STHType = "histor.sth/v1"
 
 // sthTimeLayout is HISTOR's timestamp form: UTC, whole seconds, "Z".
 const sthTimeLayout = "2006-01-02T15:04:05Z"
-
-// maxSafeInteger is the largest integer every JSON reader keeps exactly
-// (AWR/2 canonical JSON refuses larger ones).
-const maxSafeInteger = 1<<53 - 1
 
 // maxSTHBytes bounds what ParseSTH reads; a real head is about 400 bytes.
 const maxSTHBytes = 4096
@@ -70,14 +62,8 @@ func VerificationMethod(did string) string {
 	return did + "#" + did[strings.LastIndexByte(did, ':')+1:]
 }
 
-// canonicalJSON marshals v and returns its RFC 8785 form.
-func canonicalJSON(v any) ([]byte, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return jcs.Transform(raw)
-}
+// canonicalJSON marshals v and returns its RFC 8785 form (AWR/2 rules).
+func canonicalJSON(v any) ([]byte, error) { return canon.Marshal(v) }
 
 func (s *STH) body() sthBody {
 	return sthBody{
@@ -127,36 +113,44 @@ func VerifySTH(doc []byte, pub ed25519.PublicKey) (*STH, error) {
 	return s, nil
 }
 
-// ParseSTH parses a histor.sth/v1 document strictly: exactly the expected
-// members, no duplicates, canonical number, hex, timestamp and base64url
-// forms. It does not check the signature (see VerifySTH).
+// ParseSTH parses a histor.sth/v1 document strictly (AWR/2 canonical JSON
+// rules: no duplicate members, no fraction or exponent, integers within
+// ±(2^53−1), valid UTF-8), with exactly the expected members in their
+// canonical forms. It does not check the signature (see VerifySTH).
 func ParseSTH(doc []byte) (*STH, error) {
-	members, err := strictObject(doc, maxSTHBytes)
+	v, err := canon.ParseWith(doc, canon.Limits{MaxDepth: 2, MaxBytes: maxSTHBytes})
 	if err != nil {
 		return nil, fmt.Errorf("parsing head: %w", err)
 	}
-	s, err := parseSTHMembers(members)
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("parsing head: not an object")
+	}
+	s, err := parseSTHMembers(m)
 	if err != nil {
 		return nil, fmt.Errorf("parsing head: %w", err)
 	}
 	return s, nil
 }
 
-func parseSTHMembers(m map[string]json.RawMessage) (*STH, error) {
+func parseSTHMembers(m map[string]any) (*STH, error) {
 	if err := exactMembers(m, "type", "log", "treeSize", "rootHash", "timestamp", "signature"); err != nil {
 		return nil, err
 	}
 	var s STH
-	typ, err := asciiString(m["type"])
-	if err != nil || typ != STHType {
+	var ok bool
+	if typ, _ := m["type"].(string); typ != STHType {
 		return nil, fmt.Errorf("type is not %q", STHType)
 	}
-	if s.Log, err = asciiString(m["log"]); err != nil || !didKeyRE.MatchString(s.Log) {
+	if s.Log, ok = m["log"].(string); !ok || !didKeyRE.MatchString(s.Log) {
 		return nil, errors.New("log is not a did:key")
 	}
-	if s.TreeSize, err = safeUint(m["treeSize"]); err != nil {
-		return nil, fmt.Errorf("treeSize: %w", err)
+	size, ok := m["treeSize"].(int64)
+	if !ok || size < 0 {
+		return nil, errors.New("treeSize is not a non-negative integer")
 	}
+	s.TreeSize = uint64(size)
+	var err error
 	if s.Root, err = lowerHex32(m["rootHash"]); err != nil {
 		return nil, fmt.Errorf("rootHash: %w", err)
 	}
@@ -169,25 +163,22 @@ func parseSTHMembers(m map[string]json.RawMessage) (*STH, error) {
 	return &s, nil
 }
 
-func (s *STH) parseSignature(raw json.RawMessage) error {
-	m, err := strictObject(raw, maxSTHBytes)
-	if err != nil {
-		return err
+func (s *STH) parseSignature(v any) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return errors.New("not an object")
 	}
 	if err := exactMembers(m, "alg", "verificationMethod", "value"); err != nil {
 		return err
 	}
-	if alg, err := asciiString(m["alg"]); err != nil || alg != "Ed25519" {
+	if alg, _ := m["alg"].(string); alg != "Ed25519" {
 		return errors.New("alg is not Ed25519")
 	}
-	if s.VerificationMethod, err = asciiString(m["verificationMethod"]); err != nil ||
-		s.VerificationMethod != VerificationMethod(s.Log) {
+	if s.VerificationMethod, ok = m["verificationMethod"].(string); !ok || s.VerificationMethod != VerificationMethod(s.Log) {
 		return errors.New("verificationMethod does not name the log's key")
 	}
-	value, err := asciiString(m["value"])
-	if err != nil {
-		return errors.New("value is not a string")
-	}
+	value, _ := m["value"].(string)
+	var err error
 	// Strict: no padding, no stray bits, so one signature has one spelling.
 	if s.Signature, err = base64.RawURLEncoding.Strict().DecodeString(value); err != nil ||
 		len(s.Signature) != ed25519.SignatureSize {
@@ -196,77 +187,7 @@ func (s *STH) parseSignature(raw json.RawMessage) error {
 	return nil
 }
 
-// strictObject decodes one JSON object into its raw members, refusing invalid
-// UTF-8, duplicate member names, trailing data and oversized input.
-func strictObject(b []byte, limit int) (map[string]json.RawMessage, error) {
-	if len(b) > limit {
-		return nil, fmt.Errorf("longer than %d bytes", limit)
-	}
-	if !utf8.Valid(b) {
-		return nil, errors.New("invalid UTF-8")
-	}
-	if err := noDuplicates(b); err != nil {
-		return nil, err
-	}
-	var m map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&m); err != nil {
-		return nil, err
-	}
-	if m == nil {
-		return nil, errors.New("not an object")
-	}
-	if _, err := dec.Token(); err == nil {
-		return nil, errors.New("trailing data")
-	}
-	return m, nil
-}
-
-// noDuplicates refuses an object (at any depth) naming a member twice;
-// encoding/json would silently keep the last one.
-func noDuplicates(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	return walkValue(dec, 0)
-}
-
-func walkValue(dec *json.Decoder, depth int) error {
-	if depth > 8 {
-		return errors.New("nested too deep")
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	switch tok {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			key, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			name, _ := key.(string)
-			if seen[name] {
-				return fmt.Errorf("duplicate member %q", name)
-			}
-			seen[name] = true
-			if err := walkValue(dec, depth+1); err != nil {
-				return err
-			}
-		}
-		_, err = dec.Token()
-	case json.Delim('['):
-		for dec.More() {
-			if err := walkValue(dec, depth+1); err != nil {
-				return err
-			}
-		}
-		_, err = dec.Token()
-	}
-	return err
-}
-
-func exactMembers(m map[string]json.RawMessage, names ...string) error {
+func exactMembers(m map[string]any, names ...string) error {
 	for _, n := range names {
 		if _, ok := m[n]; !ok {
 			return fmt.Errorf("member %q missing", n)
@@ -278,44 +199,10 @@ func exactMembers(m map[string]json.RawMessage, names ...string) error {
 	return nil
 }
 
-// asciiString decodes a JSON string that must be printable ASCII written
-// without escapes, so the parsed value has exactly one spelling.
-func asciiString(raw json.RawMessage) (string, error) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", errors.New("not a string")
-	}
-	s := string(raw[1 : len(raw)-1])
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e || s[i] == '\\' || s[i] == '"' {
-			return "", errors.New("not a plain ASCII string")
-		}
-	}
-	return s, nil
-}
-
-// safeUint parses a JSON integer written canonically (no sign, fraction,
-// exponent or leading zero) within ±(2^53−1).
-func safeUint(raw json.RawMessage) (uint64, error) {
-	s := string(raw)
-	if s == "" || (len(s) > 1 && s[0] == '0') {
-		return 0, errors.New("not a canonical integer")
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, errors.New("not a canonical integer")
-		}
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || n > maxSafeInteger {
-		return 0, errors.New("integer out of range")
-	}
-	return n, nil
-}
-
-func lowerHex32(raw json.RawMessage) ([32]byte, error) {
+func lowerHex32(v any) ([32]byte, error) {
 	var h [32]byte
-	s, err := asciiString(raw)
-	if err != nil || len(s) != 64 || strings.ToLower(s) != s {
+	s, _ := v.(string)
+	if len(s) != 64 || strings.ToLower(s) != s {
 		return h, errors.New("not 64 lowercase hex digits")
 	}
 	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
@@ -324,11 +211,8 @@ func lowerHex32(raw json.RawMessage) ([32]byte, error) {
 	return h, nil
 }
 
-func sthTime(raw json.RawMessage) (time.Time, error) {
-	s, err := asciiString(raw)
-	if err != nil {
-		return time.Time{}, err
-	}
+func sthTime(v any) (time.Time, error) {
+	s, _ := v.(string)
 	t, err := time.Parse(sthTimeLayout, s)
 	if err != nil || t.Format(sthTimeLayout) != s {
 		return time.Time{}, errors.New("not YYYY-MM-DDTHH:MM:SSZ")
