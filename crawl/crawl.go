@@ -15,8 +15,8 @@ import (
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/scan"
 	"github.com/histor-observer/histor/crawl/state"
-	"github.com/histor-observer/histor/log/canon"
 	hlog "github.com/histor-observer/histor/log"
+	"github.com/histor-observer/histor/log/canon"
 )
 
 // ErrRunning is returned by Run while another crawl of the same Crawler runs.

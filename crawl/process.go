@@ -102,7 +102,9 @@ func (j *crawlJob) observed(p *prepared, t registry.Target, obs *mcpclient.Obser
 	if err := j.chain(p, in, prev, cur, newSubject, obsAnchor, now); err != nil {
 		return err
 	}
-	if newSubject && prev.Subject != "" {
+	// A new subject whose tool-set digest is the same (the registry or the
+	// endpoint moved) is not a change of definitions.
+	if newSubject && prev.Subject != "" && (subj.digest == "" || subj.digest != prev.ToolSetDigest) {
 		if err := j.change(p, t, prev, subj, obs.Tools, now); err != nil {
 			return err
 		}
