@@ -31,7 +31,9 @@ func TestCrawlEndToEnd(t *testing.T) {
 	mux.Handle("/json", mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{JSONResponse: true}))
 	mux.Handle("/sse", mcp.NewSSEHandler(get, nil))
 	mux.HandleFunc("/auth", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "token needed", http.StatusUnauthorized) })
-	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "http://169.254.169.254/", http.StatusFound) })
+	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://169.254.169.254/", http.StatusFound)
+	})
 	srv := serve(t, mux)
 
 	entries := []registrytest.Entry{
