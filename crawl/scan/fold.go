@@ -13,7 +13,9 @@ import (
 // cannot split it from a rule) and every run of white space collapsed to one
 // ASCII space. The raw rules look for exactly the characters this removes.
 func fold(s string) string {
-	s = norm.NFKC.String(s)
+	if hasNonASCII(s) {
+		s = norm.NFKC.String(s) // ASCII is already in NFKC
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	space := false

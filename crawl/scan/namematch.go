@@ -77,7 +77,7 @@ func NewNameIndex(names []string) *NameIndex {
 	for _, n := range names {
 		id := int32(len(x.names))
 		ns, seg := splitName(n)
-		sk := []rune(skeleton(seg))
+		sk := []rune(skeleton(lastSegment(n)))
 		x.names, x.ns, x.seg, x.skel = append(x.names, n), append(x.ns, ns), append(x.seg, seg), append(x.skel, sk)
 		fk := skeleton(n)
 		x.full[fk] = append(x.full[fk], id)
@@ -141,7 +141,7 @@ func (x *NameIndex) lookalikes(name string) []NameMatch {
 			found[id] = NameMatch{Kind: KindConfusable, Name: x.names[id]}
 		}
 	}
-	q := []rune(skeleton(seg))
+	q := []rune(skeleton(lastSegment(name)))
 	for id, d := range x.nearSegments(q) {
 		if _, ok := found[id]; ok || x.ns[id] == ns || x.seg[id] == seg {
 			continue // same owner, or the same plain name under another owner
@@ -235,6 +235,12 @@ func splitName(name string) (ns, seg string) {
 		return lower[:i], lower[i+1:]
 	}
 	return "", lower
+}
+
+// lastSegment is the name after its last '/', case kept: the skeleton needs
+// to see 'I' before lower-casing turns it into 'i'.
+func lastSegment(name string) string {
+	return name[strings.LastIndexByte(name, '/')+1:]
 }
 
 // confusables maps characters that read as a Latin letter or digit to it:

@@ -61,8 +61,17 @@ type PatternSet struct {
 type compiledRule struct {
 	Rule
 	re     *regexp.Regexp
+	pre    prefilter
 	guards []guard
-	on     map[Surface]bool
+	on     uint8 // bit i set: runs on surfaces[i]
+}
+
+// surfaceBit is the bit of a known surface in compiledRule.on, 0 if unknown.
+func surfaceBit(s Surface) uint8 {
+	if i := slices.Index(surfaces, s); i >= 0 {
+		return 1 << i
+	}
+	return 0
 }
 
 type patternSetFile struct {
@@ -149,14 +158,15 @@ func compileRule(r Rule) (compiledRule, error) {
 	if r.Tier != TierBlock && r.Tier != TierAdvise {
 		return compiledRule{}, fmt.Errorf("unknown tier %q", r.Tier)
 	}
-	cr := compiledRule{Rule: r, on: map[Surface]bool{}}
+	cr := compiledRule{Rule: r}
 	for _, s := range r.Surfaces {
-		if !slices.Contains(surfaces, s) || cr.on[s] {
+		bit := surfaceBit(s)
+		if bit == 0 || cr.on&bit != 0 {
 			return compiledRule{}, fmt.Errorf("unknown or repeated surface %q", s)
 		}
-		cr.on[s] = true
+		cr.on |= bit
 	}
-	if len(cr.on) == 0 {
+	if cr.on == 0 {
 		return compiledRule{}, errors.New("no surfaces")
 	}
 	src, err := withFlags(r.Source, r.Flags)
@@ -166,6 +176,7 @@ func compileRule(r Rule) (compiledRule, error) {
 	if cr.re, err = regexp.Compile(src); err != nil {
 		return compiledRule{}, fmt.Errorf("compiling source: %w", err)
 	}
+	cr.pre = newPrefilter(src)
 	for _, g := range r.Guards {
 		fn, ok := guards[g]
 		if !ok {

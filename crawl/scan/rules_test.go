@@ -194,3 +194,25 @@ func TestGuardLessons(t *testing.T) {
 		})
 	}
 }
+
+// A prefilter may only skip texts its rule cannot match.
+func TestPrefilterIsNecessary(t *testing.T) {
+	texts := []string{"", "plain words"}
+	for _, c := range ruleCases {
+		texts = append(texts, c.text, fold(c.text))
+	}
+	skipping := 0
+	for _, r := range Default().rules {
+		if r.pre.lits != nil || r.pre.minRun > 0 || r.pre.nonASCII {
+			skipping++
+		}
+		for _, tx := range texts {
+			if r.re.MatchString(tx) && !r.pre.may(tx) {
+				t.Errorf("rule %q: prefilter rejects %q, which matches", r.Source, tx)
+			}
+		}
+	}
+	if skipping < len(Default().rules)-1 {
+		t.Errorf("only %d of %d rules have a prefilter", skipping, len(Default().rules))
+	}
+}

@@ -89,6 +89,7 @@ type scanner struct {
 	toolHits  int
 	toolName  string
 	truncated bool
+	memo      map[memoKey][]ruleHit
 }
 
 func (s *scanner) startTool(name string) {
@@ -158,7 +159,9 @@ func joinPath(path, k string) string {
 	return path + "[" + strconv.Quote(k) + "]"
 }
 
-// text scans one field with every rule that applies to its surface.
+// text scans one field with every rule that applies to its surface. Short
+// texts repeat across tools (schema keywords, type names, common
+// descriptions), so their rule hits are remembered for the rest of the scan.
 func (s *scanner) text(sf Surface, where, raw string) {
 	if raw == "" {
 		return
@@ -167,10 +170,44 @@ func (s *scanner) text(sf Surface, where, raw string) {
 	if raw == "" {
 		return
 	}
+	k := memoKey{sf, raw}
+	hits, ok := s.memo[k]
+	if !ok {
+		hits = s.hits(sf, raw)
+		if len(raw) <= memoMaxText {
+			if s.memo == nil {
+				s.memo = map[memoKey][]ruleHit{}
+			}
+			s.memo[k] = hits
+		}
+	}
+	for _, h := range hits {
+		r := &s.ps.rules[h.rule]
+		s.add(Match{Code: r.Code, Severity: r.Severity, Tier: r.Tier, Tool: s.toolName, Where: where, Span: h.span})
+	}
+}
+
+// memoMaxText bounds the texts remembered, and so the memo's size.
+const memoMaxText = 64
+
+type memoKey struct {
+	sf   Surface
+	text string
+}
+
+type ruleHit struct {
+	rule int
+	span [2]int
+}
+
+// hits runs every rule for surface sf over raw (or its fold).
+func (s *scanner) hits(sf Surface, raw string) []ruleHit {
+	var out []ruleHit
 	var folded string
+	bit := surfaceBit(sf)
 	for i := range s.ps.rules {
 		r := &s.ps.rules[i]
-		if !r.on[sf] {
+		if r.on&bit == 0 {
 			continue
 		}
 		t := raw
@@ -181,9 +218,10 @@ func (s *scanner) text(sf Surface, where, raw string) {
 			t = folded
 		}
 		if span, ok := s.firstKept(r, sf, t); ok {
-			s.add(Match{Code: r.Code, Severity: r.Severity, Tier: r.Tier, Tool: s.toolName, Where: where, Span: span})
+			out = append(out, ruleHit{i, span})
 		}
 	}
+	return out
 }
 
 // take charges the byte budgets for a field and cuts it to what they allow,
@@ -205,6 +243,9 @@ func (s *scanner) take(t string) string {
 // firstKept returns the first regexp hit no guard drops; later hits are tried
 // so that one benign early hit cannot mask a real one.
 func (s *scanner) firstKept(r *compiledRule, sf Surface, t string) ([2]int, bool) {
+	if !r.pre.may(t) {
+		return [2]int{}, false
+	}
 	for _, loc := range r.re.FindAllStringIndex(t, s.lim.HitsPerRule) {
 		h := hit{text: t, start: loc[0], end: loc[1], surface: sf}
 		if !dropped(r, h) {
