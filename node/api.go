@@ -41,6 +41,7 @@ type api struct {
 	maxEntries uint64
 	version    string
 	logger     *slog.Logger
+	crawl      func() (running bool, lastError string) // nil without a crawler
 }
 
 // ServeHTTP routes by hand rather than through http.ServeMux: evidence
@@ -122,6 +123,13 @@ func writeBody(w http.ResponseWriter, contentType string, body []byte) {
 
 // serveHealth answers /health with HISTOR's member names.
 func (a *api) serveHealth(w http.ResponseWriter, r *http.Request) {
+	running, lastErr := false, (*string)(nil)
+	if a.crawl != nil {
+		var msg string
+		if running, msg = a.crawl(); msg != "" {
+			lastErr = &msg
+		}
+	}
 	body, err := json.Marshal(struct {
 		OK             bool    `json:"ok"`
 		Service        string  `json:"service"`
@@ -130,7 +138,7 @@ func (a *api) serveHealth(w http.ResponseWriter, r *http.Request) {
 		TreeSize       uint64  `json:"tree_size"`
 		CrawlRunning   bool    `json:"crawl_running"`
 		LastCrawlError *string `json:"last_crawl_error"`
-	}{true, "histor", a.version, "pebble", a.log.Size(), false, nil})
+	}{true, "histor", a.version, "pebble", a.log.Size(), running, lastErr})
 	if err != nil {
 		a.internal(w, r, "encoding health", err)
 		return

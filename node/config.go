@@ -73,6 +73,11 @@ type Config struct {
 
 	// Now is the clock for head timestamps. Default time.Now; tests set it.
 	Now func() time.Time
+
+	// CrawlStatus reports the crawler's state for /health: whether a crawl
+	// is running and the error the last one ended with ("" for none).
+	// Optional; nil reports no crawl running and no error.
+	CrawlStatus func() (running bool, lastError string)
 }
 
 // Bounds and defaults of Config.

@@ -193,6 +193,7 @@ func newAPI(l Log, issuer []byte, cfg Config) *api {
 		maxEntries: uint64(cfg.MaxEntries),
 		version:    Version,
 		logger:     cfg.Logger,
+		crawl:      cfg.CrawlStatus,
 	}
 }
 
