@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"math/rand/v2"
 	"testing"
 
@@ -225,6 +226,22 @@ func TestTilesReadByTlogClient(t *testing.T) {
 			if err := tlog.CheckRecord(p, tree.N, tree.Hash, int64(index), tlog.RecordHash(entry)); err != nil {
 				t.Fatalf("CheckRecord(%d): %v", index, err)
 			}
+		}
+	}
+	// A proof reads at most two stored tiles per tile level (the one on
+	// the leaf's path and the partial edge tile); 70,000 leaves have three.
+	var reads int
+	counting := hashReader{get: func(level int, n uint64) ([]byte, io.Closer, error) {
+		reads++
+		return l.hashes().get(level, n)
+	}}
+	for _, index := range []int64{0, 1, 255, 256, 4097, 65535, 65536, 69999} {
+		reads = 0
+		if _, err := tlog.ProveRecord(tree.N, index, counting); err != nil {
+			t.Fatal(err)
+		}
+		if reads > 2*3 {
+			t.Errorf("proof of %d read %d tiles", index, reads)
 		}
 	}
 	th, err := tlog.TreeHash(tree.N, r)
