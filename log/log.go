@@ -26,7 +26,7 @@ type Config struct {
 	DID string
 	// Logger receives the log's messages; nil discards them.
 	Logger *slog.Logger
-	// CacheBytes is Pebble's block cache; 0 means 128 MiB.
+	// CacheBytes is Pebble's block cache; 0 means 64 MiB.
 	CacheBytes int64
 	// MaxBatch is the most entries sequenced in one synced write; 0 means
 	// 1024. A single Append larger than this is still one write.
@@ -37,7 +37,7 @@ type Config struct {
 }
 
 const (
-	defaultCacheBytes = 128 << 20
+	defaultCacheBytes = 64 << 20
 	defaultMaxBatch   = 1024
 	// MaxEntryBytes is the C2SP tlog-tiles bound on one entry.
 	MaxEntryBytes = 65535

@@ -119,7 +119,7 @@ func pebbleOptions(cache *pebble.Cache, logger pebble.Logger, readOnly bool) *pe
 	opts := &pebble.Options{
 		Cache:                       cache,
 		MemTableSize:                64 << 20,
-		MemTableStopWritesThreshold: 4,
+		MemTableStopWritesThreshold: 2,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       32,
 		LBaseMaxBytes:               256 << 20,
