@@ -77,7 +77,8 @@ type Config struct {
 	MaxTools int
 	// MaxPages bounds tools/list pages (default 50); a repeated cursor also stops the listing.
 	MaxPages int
-	// MaxSSEEventBytes bounds one server-sent event, lines and data together (default 1 MiB).
+	// MaxSSEEventBytes bounds one server-sent event, lines and data together (default 4 MiB,
+	// HISTOR's bound: a whole tools/list page often arrives as one event, and real tool sets reach 1.5 MB).
 	MaxSSEEventBytes int
 	// MaxJSONDepth bounds JSON nesting of one message (default 64).
 	MaxJSONDepth int
@@ -131,7 +132,7 @@ func withDefaults(cfg Config) Config {
 		cfg.MaxPages = 50
 	}
 	if cfg.MaxSSEEventBytes <= 0 {
-		cfg.MaxSSEEventBytes = 1 << 20
+		cfg.MaxSSEEventBytes = 4 << 20
 	}
 	if cfg.MaxJSONDepth <= 0 {
 		cfg.MaxJSONDepth = 64
