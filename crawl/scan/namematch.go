@@ -52,18 +52,22 @@ func MatchName(rs *RecordSet, name string, registryNames []string) []NameMatch {
 }
 
 // NameIndex holds registry names prepared for lookalike queries: a map from
-// full-name skeleton, and a partition index over last-segment skeletons (each
-// split into three parts; two names within edit distance 2 share one part
-// exactly, at a position shifted by at most 2), so a query inspects a few
-// dozen buckets instead of every name. Read-only after construction, so safe
-// for concurrent queries.
+// full-name skeleton, and a partition index over the distinct last-segment
+// skeletons. Each skeleton is split into three parts; two strings within edit
+// distance 2 share one part exactly, at a position the edits before it can
+// have shifted by little (PassJoin's position-aware window), so a query
+// inspects a handful of buckets instead of every name. Read-only after
+// construction, so safe for concurrent queries.
 type NameIndex struct {
 	names []string
 	ns    []string // lower-cased namespace (before the last '/')
 	seg   []string // lower-cased last segment
-	skel  [][]rune // skeleton of the last segment
 	full  map[string][]int32
-	parts map[partKey][]int32
+
+	skels    [][]rune            // distinct last-segment skeletons
+	skelOf   map[string]int32    // skeleton → index in skels
+	skelName [][]int32           // names per skeleton, in name order
+	parts    map[partKey][]int32 // → skeleton indexes
 }
 
 type partKey struct {
@@ -73,24 +77,38 @@ type partKey struct {
 
 // NewNameIndex indexes registry names.
 func NewNameIndex(names []string) *NameIndex {
-	x := &NameIndex{full: map[string][]int32{}, parts: map[partKey][]int32{}}
-	for _, n := range names {
-		id := int32(len(x.names))
+	x := &NameIndex{full: map[string][]int32{}, skelOf: map[string]int32{}, parts: map[partKey][]int32{}}
+	order := make([]int32, len(names))
+	for i, n := range names {
 		ns, seg := splitName(n)
-		sk := []rune(skeleton(lastSegment(n)))
-		x.names, x.ns, x.seg, x.skel = append(x.names, n), append(x.ns, ns), append(x.seg, seg), append(x.skel, sk)
-		fk := skeleton(n)
-		x.full[fk] = append(x.full[fk], id)
-		if len(sk) < minEditLen || len(sk) > maxEditLen {
-			continue
-		}
-		for i := range 3 {
-			a, b := part(len(sk), i)
-			k := partKey{len(sk), i, string(sk[a:b])}
-			x.parts[k] = append(x.parts[k], id)
-		}
+		x.names, x.ns, x.seg = append(x.names, n), append(x.ns, ns), append(x.seg, seg)
+		x.full[skeleton(n)] = append(x.full[skeleton(n)], int32(i))
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(names[a], names[b]) })
+	for _, id := range order {
+		x.addSkeleton(skeleton(lastSegment(names[id])), id)
 	}
 	return x
+}
+
+func (x *NameIndex) addSkeleton(sk string, id int32) {
+	sid, ok := x.skelOf[sk]
+	if !ok {
+		sid = int32(len(x.skels))
+		x.skelOf[sk] = sid
+		rs := []rune(sk)
+		x.skels = append(x.skels, rs)
+		x.skelName = append(x.skelName, nil)
+		if len(rs) >= minEditLen && len(rs) <= maxEditLen {
+			for i := range 3 {
+				a, b := part(len(rs), i)
+				k := partKey{len(rs), i, string(rs[a:b])}
+				x.parts[k] = append(x.parts[k], sid)
+			}
+		}
+	}
+	x.skelName[sid] = append(x.skelName[sid], id)
 }
 
 // part is the i-th of three near-equal parts of a string of n runes.
@@ -141,16 +159,25 @@ func (x *NameIndex) lookalikes(name string) []NameMatch {
 			found[id] = NameMatch{Kind: KindConfusable, Name: x.names[id]}
 		}
 	}
-	q := []rune(skeleton(lastSegment(name)))
-	for id, d := range x.nearSegments(q) {
-		if _, ok := found[id]; ok || x.ns[id] == ns || x.seg[id] == seg {
-			continue // same owner, or the same plain name under another owner
-		}
+	for sid, d := range x.nearSegments([]rune(skeleton(lastSegment(name)))) {
 		kind := KindEditDistance
 		if d == 0 {
 			kind = KindConfusable
 		}
-		found[id] = NameMatch{Kind: kind, Name: x.names[id], Distance: d}
+		// Names are in name order, and the result is cut to the first
+		// maxNameMatches by (distance, name): later names of one skeleton
+		// can never make the cut once that many are taken from it.
+		taken := 0
+		for _, id := range x.skelName[sid] {
+			if taken == maxNameMatches {
+				break
+			}
+			if _, ok := found[id]; ok || x.ns[id] == ns || x.seg[id] == seg {
+				continue // same owner, or the same plain name under another owner
+			}
+			found[id] = NameMatch{Kind: kind, Name: x.names[id], Distance: d}
+			taken++
+		}
 	}
 	out := make([]NameMatch, 0, len(found))
 	for _, m := range found {
@@ -162,26 +189,34 @@ func (x *NameIndex) lookalikes(name string) []NameMatch {
 	return out[:min(len(out), maxNameMatches)]
 }
 
-// nearSegments returns indexed names whose last-segment skeleton is within
-// the edit threshold of q, with the distance.
+// maxTau is the largest edit threshold; the partition into maxTau+1 parts
+// depends on it.
+const maxTau = 2
+
+// nearSegments returns the distinct skeletons within the edit threshold of q,
+// with their distance.
 func (x *NameIndex) nearSegments(q []rune) map[int32]int {
 	out := map[int32]int{}
 	if len(q) < minEditLen || len(q) > maxEditLen {
 		return out
 	}
 	tried := map[int32]bool{}
-	for n := max(minEditLen, len(q)-2); n <= len(q)+2; n++ {
-		for i := range 3 {
+	scratch := make([]int, 2*(len(q)+maxTau+2))
+	for n := max(minEditLen, len(q)-maxTau); n <= len(q)+maxTau; n++ {
+		delta := len(q) - n
+		for i := range maxTau + 1 {
 			a, b := part(n, i)
-			for s := max(0, a-2); s <= a+2 && s+(b-a) <= len(q); s++ {
-				for _, id := range x.parts[partKey{n, i, string(q[s : s+b-a])}] {
-					if tried[id] {
+			lo := max(a-i, a+delta-(maxTau-i), 0)
+			hi := min(a+i, a+delta+(maxTau-i), len(q)-(b-a))
+			for s := lo; s <= hi; s++ {
+				for _, sid := range x.parts[partKey{n, i, string(q[s : s+b-a])}] {
+					if tried[sid] {
 						continue
 					}
-					tried[id] = true
-					thr := threshold(len(q), len(x.skel[id]))
-					if d := editDistance(q, x.skel[id], thr); d <= thr {
-						out[id] = d
+					tried[sid] = true
+					thr := threshold(len(q), len(x.skels[sid]))
+					if d := bandDistance(q, x.skels[sid], thr, scratch); d <= thr {
+						out[sid] = d
 					}
 				}
 			}
@@ -197,34 +232,48 @@ func threshold(a, b int) int {
 	return 1
 }
 
-// editDistance is the Levenshtein distance of a and b, or max+1 once it is
-// known to exceed max.
+// editDistance is the Levenshtein distance of a and b, or limit+1 once it is
+// known to exceed limit. Only the diagonal band |i-j| <= limit is computed,
+// which is all a bounded distance needs.
 func editDistance(a, b []rune, limit int) int {
+	return bandDistance(a, b, limit, make([]int, 2*(len(b)+2)))
+}
+
+// bandDistance is editDistance with caller-provided scratch of at least
+// 2*(len(b)+2) ints, so a query comparing many candidates allocates once.
+func bandDistance(a, b []rune, limit int, scratch []int) int {
+	big := limit + 1
 	if d := len(a) - len(b); d > limit || -d > limit {
-		return limit + 1
+		return big
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	prev, cur := scratch[:len(b)+2], scratch[len(b)+2:2*(len(b)+2)]
+	for j := 0; j <= len(b); j++ {
+		prev[j] = min(j, big)
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		best := cur[0]
-		for j := 1; j <= len(b); j++ {
+		lo, hi := max(1, i-limit), min(len(b), i+limit)
+		cur[lo-1] = big
+		if lo == 1 {
+			cur[0] = min(i, big)
+		}
+		best := cur[lo-1]
+		for j := lo; j <= hi; j++ {
 			c := prev[j-1]
 			if a[i-1] != b[j-1] {
 				c = 1 + min(prev[j-1], prev[j], cur[j-1])
 			}
-			cur[j] = c
-			best = min(best, c)
+			cur[j] = min(c, big)
+			best = min(best, cur[j])
+		}
+		if hi+1 <= len(b) {
+			cur[hi+1] = big
 		}
 		if best > limit {
-			return limit + 1
+			return big
 		}
 		prev, cur = cur, prev
 	}
-	return min(prev[len(b)], limit+1)
+	return min(prev[len(b)], big)
 }
 
 // splitName splits a registry name at its last '/' into lower-cased

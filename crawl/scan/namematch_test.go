@@ -100,7 +100,7 @@ func TestNameIndexAgreesWithBruteForce(t *testing.T) {
 	for q := range 300 {
 		seg := []rune(skeleton(word(4 + r.IntN(12))))
 		got := x.nearSegments(seg)
-		for id, sk := range x.skel {
+		for id, sk := range x.skels {
 			if len(seg) < minEditLen || len(sk) < minEditLen {
 				continue
 			}
@@ -201,9 +201,19 @@ func TestLoadRecordSet(t *testing.T) {
 func synthRegistry(n int) []string {
 	r := rand.New(rand.NewPCG(5, 6))
 	words := strings.Fields("mcp server github slack notion weather files search memory browser postgres redis stripe jira linear calendar email docs tools agent fetch git shell time maps")
+	word := func() string {
+		if r.IntN(2) == 0 {
+			return words[r.IntN(len(words))]
+		}
+		b := make([]byte, 4+r.IntN(6))
+		for i := range b {
+			b[i] = byte('a' + r.IntN(26))
+		}
+		return string(b)
+	}
 	out := make([]string, n)
 	for i := range out {
-		seg := words[r.IntN(len(words))] + "-" + words[r.IntN(len(words))]
+		seg := word() + "-" + word()
 		if r.IntN(3) == 0 {
 			seg += fmt.Sprintf("-%d", r.IntN(100))
 		}
@@ -229,4 +239,59 @@ func BenchmarkNameIndex20000(b *testing.B) {
 			}
 		}
 	})
+}
+
+// fullDistance is the textbook dynamic programme, as a reference.
+func fullDistance(a, b []rune) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+c)
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+func TestEditDistanceAgreesWithFullDP(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	word := func() []rune {
+		b := make([]rune, r.IntN(12))
+		for i := range b {
+			b[i] = rune('a' + r.IntN(3))
+		}
+		return b
+	}
+	for range 20000 {
+		a, b, limit := word(), word(), r.IntN(4)
+		want := min(fullDistance(a, b), limit+1)
+		if got := editDistance(a, b, limit); got != want {
+			t.Fatalf("editDistance(%q, %q, %d) = %d, want %d", string(a), string(b), limit, got, want)
+		}
+	}
+}
+
+// BenchmarkNameBruteForce100 compares 100 queries with every distinct
+// skeleton, the O(n²) way the index avoids, as a yardstick for match-all.
+func BenchmarkNameBruteForce100(b *testing.B) {
+	names := synthRegistry(20000)
+	x := NewNameIndex(names)
+	for b.Loop() {
+		for _, n := range names[:100] {
+			q := []rune(skeleton(lastSegment(n)))
+			for _, sk := range x.skels {
+				editDistance(q, sk, threshold(len(q), len(sk)))
+			}
+		}
+	}
 }
