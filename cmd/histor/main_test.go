@@ -223,7 +223,7 @@ type server struct {
 func startServe(t *testing.T, data string) *server {
 	t.Helper()
 	s := &server{addr: freeAddr(t), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
-	s.cmd = exec.Command(bin, "serve", "--data", data, "--http", s.addr, "--origin", "e2e.example/log")
+	s.cmd = exec.Command(bin, "serve", "--data", data, "--http", s.addr, "--origin", "e2e.example/log", "--crawl-interval", "0")
 	s.cmd.Env = cleanEnv()
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {

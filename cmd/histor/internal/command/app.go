@@ -28,14 +28,15 @@ type Stdio struct {
 // deps are the seams tests replace; Main uses the real ones.
 type deps struct {
 	stdio Stdio
-	// runNode starts a node with a validated config and blocks until ctx is done.
-	runNode func(ctx context.Context, cfg node.Config) error
+	// runNode starts a node with a validated config (and its crawl schedule)
+	// and blocks until ctx is done.
+	runNode func(ctx context.Context, cfg node.Config, sc serveCrawl) error
 }
 
 // Main runs the histor command line with args (args[0] is the program name) and returns the
 // process exit code.
 func Main(ctx context.Context, args []string, stdio Stdio) int {
-	return run(ctx, args, deps{stdio: stdio, runNode: startNode})
+	return run(ctx, args, deps{stdio: stdio, runNode: runNodeWithCrawl})
 }
 
 func run(ctx context.Context, args []string, d deps) int {
@@ -58,7 +59,7 @@ func newApp(d deps) *cli.App {
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "least severe log message to print, `LEVEL`: debug, info, warn or error", EnvVars: []string{"HISTOR_LOG_LEVEL"}}),
 		},
 		Commands: []*cli.Command{
-			serveCommand(d), digestCommand(d), keygenCommand(d), labelCommand(d), auditCommand(d), logCommand(d),
+			serveCommand(d), crawlCommand(d), digestCommand(d), keygenCommand(d), labelCommand(d), auditCommand(d), logCommand(d),
 		},
 		Action:    unknownCommand,
 		Reader:    d.stdio.In,

@@ -1,7 +1,7 @@
 package command
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"os/signal"
 	"syscall"
@@ -41,15 +41,19 @@ func serveCommand(d deps) *cli.Command {
 		Description: "Opens the log, checks its integrity and refuses to start over a damaged data directory, " +
 			"signs a fresh head, and serves the HISTOR JSON API under /api/v1/ and C2SP tlog-tiles under /log/ " +
 			"until SIGTERM or SIGINT.",
-		Flags: serveFlags(),
+		Flags: append(append(serveFlags(), crawlIntervalFlag()), crawlFlags()...),
 		Action: func(c *cli.Context) error {
 			cfg, err := nodeConfig(c)
 			if err != nil {
 				return err
 			}
+			sc, err := serveCrawlConfig(c, cfg)
+			if err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			if err := d.runNode(ctx, cfg); err != nil {
+			if err := d.runNode(ctx, cfg, sc); err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("serve: %w", err)}
 			}
 			return nil
@@ -87,11 +91,19 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 	return cfg, nil
 }
 
-// startNode is the real runNode: build the node and run it until ctx is done.
-func startNode(ctx context.Context, cfg node.Config) error {
-	n, err := node.New(cfg)
-	if err != nil {
-		return err
+func crawlIntervalFlag() cli.Flag {
+	return altsrc.NewDurationFlag(&cli.DurationFlag{Name: "crawl-interval", Value: 24 * time.Hour,
+		Usage: "crawl once at start and then every `DURATION` (±10% jitter); 0 never crawls", EnvVars: []string{"HISTOR_CRAWL_INTERVAL"}})
+}
+
+// serveCrawlConfig maps serve's crawl flags; the crawler itself is built
+// once the log is open.
+func serveCrawlConfig(c *cli.Context, cfg node.Config) (serveCrawl, error) {
+	if c.Duration("crawl-interval") < 0 {
+		return serveCrawl{}, usageError(errors.New("--crawl-interval must not be negative"))
 	}
-	return n.Run(ctx)
+	if err := checkCrawlFlags(c); err != nil {
+		return serveCrawl{}, err
+	}
+	return serveCrawl{Interval: c.Duration("crawl-interval"), Config: crawlConfig(c, cfg.PublicURL, cfg.Logger)}, nil
 }

@@ -1,0 +1,226 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
+
+	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/crawl/registry"
+	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/log/keys"
+	"github.com/histor-observer/histor/node"
+)
+
+// crawlFlags are crawl.Config's fields, one flag each; crawl.Config documents them.
+func crawlFlags() []cli.Flag {
+	return []cli.Flag{
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "registry", Value: registry.DefaultBase, Usage: "harvest the MCP registry at `URL`", EnvVars: []string{"HISTOR_REGISTRY"}}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "allow-private-targets", Usage: "also dial http:// and loopback/private addresses (tests and local demos only)", EnvVars: []string{"HISTOR_ALLOW_PRIVATE_TARGETS"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "workers", Value: crawl.DefaultWorkers, Usage: "observe `N` endpoints at once", EnvVars: []string{"HISTOR_WORKERS"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "continuity-gap", Value: crawl.DefaultContinuityGap, Usage: "least `DURATION` between two continuity links of one target", EnvVars: []string{"HISTOR_CONTINUITY_GAP"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "opt-out", Usage: "never dial the hosts and endpoints listed in `FILE`", EnvVars: []string{"HISTOR_OPT_OUT"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "pattern-set", Usage: "scan with the pattern set in `FILE` (default: the one shipped with histor)", EnvVars: []string{"HISTOR_PATTERN_SET"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "threat-records", Usage: "match names against the threat records in `FILE` (default: the ones shipped with histor)", EnvVars: []string{"HISTOR_THREAT_RECORDS"}}),
+	}
+}
+
+// crawlConfig maps the crawl flags onto crawl.Config; crawl.New validates it.
+func crawlConfig(c *cli.Context, publicURL string, logger *slog.Logger) crawl.Config {
+	return crawl.Config{
+		Registry:            c.String("registry"),
+		AllowPrivateTargets: c.Bool("allow-private-targets"),
+		Workers:             c.Int("workers"),
+		ContinuityGap:       c.Duration("continuity-gap"),
+		OptOutFile:          c.String("opt-out"),
+		PatternSetFile:      c.String("pattern-set"),
+		ThreatRecordsFile:   c.String("threat-records"),
+		PublicURL:           publicURL,
+		Version:             node.Version,
+		Logger:              logger,
+	}
+}
+
+// checkCrawlFlags refuses values no crawl can use, before anything is opened.
+func checkCrawlFlags(c *cli.Context) error {
+	if c.Int("workers") < 1 {
+		return usageError(errors.New("--workers must be at least 1"))
+	}
+	if c.Duration("continuity-gap") <= 0 {
+		return usageError(errors.New("--continuity-gap must be positive"))
+	}
+	return nil
+}
+
+func crawlCommand(d deps) *cli.Command {
+	flags := []cli.Flag{}
+	for _, f := range serveFlags() {
+		switch f.Names()[0] {
+		case "data", "origin", "seed", "public-url", "cache-bytes", "witness-name":
+			flags = append(flags, f)
+		}
+	}
+	return &cli.Command{
+		Name:      "crawl",
+		Usage:     "run one full crawl of the MCP registry into the node's log, then print a summary",
+		UsageText: "histor crawl --data DIR [--registry URL] [--allow-private-targets] [--workers N] [--continuity-gap D] [--opt-out FILE] [--pattern-set FILE] [--threat-records FILE]",
+		Description: "Harvests the registry, observes every remote endpoint (initialize and tools/list only, never a tool call), " +
+			"appends the labels to the log in --data, records targets, observations and change records in DIR/state, " +
+			"and signs a head. Shows a progress bar on a terminal and plain progress lines otherwise. " +
+			"The node must not be serving from the same --data at the same time.",
+		Flags: append(flags, crawlFlags()...),
+		Action: func(c *cli.Context) error {
+			cfg, err := nodeConfig(c)
+			if err != nil {
+				return err
+			}
+			if err := checkCrawlFlags(c); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			cc := crawlConfig(c, cfg.PublicURL, cfg.Logger)
+			cc.Progress = crawl.NewProgress(d.stdio.Err, isTerminal(d.stdio.Err), 10*time.Second)
+			sum, err := crawlOnce(ctx, cfg, cc)
+			if sum != nil {
+				sum.Write(d.stdio.Out)
+			}
+			if err != nil {
+				return &exitError{code: 1, err: fmt.Errorf("crawl: %w", err)}
+			}
+			return nil
+		},
+	}
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && crawl.IsTerminal(f)
+}
+
+// crawlOnce opens the node's log and crawl state and runs one crawl.
+func crawlOnce(ctx context.Context, cfg node.Config, cc crawl.Config) (*crawl.Summary, error) {
+	n, err := node.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Open(ctx); err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	cr, closeState, err := newCrawler(n, cfg, cc)
+	if err != nil {
+		return nil, err
+	}
+	defer closeState()
+	return cr.Run(ctx)
+}
+
+// newCrawler opens DataDir/state and builds a crawler that signs with the
+// node's log key (labels and heads share one issuer, as HISTOR's do).
+func newCrawler(n *node.Node, cfg node.Config, cc crawl.Config) (*crawl.Crawler, func(), error) {
+	seed, err := keys.Load(cfg.SeedFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading node seed: %w", err)
+	}
+	st, err := state.Open(filepath.Join(cfg.DataDir, "state"), cfg.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	cr, err := crawl.New(cc, n.Log(), seed.LogKey(), n.DID(), st, cfg.Logger)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return cr, func() { st.Close() }, nil
+}
+
+// serveCrawl is what serve needs to crawl on a schedule.
+type serveCrawl struct {
+	Interval time.Duration // 0: never crawl
+	Config   crawl.Config
+}
+
+// crawlStatus is /health's view of the crawler, set once it exists.
+type crawlStatus struct{ cr atomic.Pointer[crawl.Crawler] }
+
+func (s *crawlStatus) report() (bool, string) {
+	cr := s.cr.Load()
+	if cr == nil {
+		return false, ""
+	}
+	return cr.Running(), cr.LastError()
+}
+
+// runNodeWithCrawl serves the node and, with a positive interval, crawls
+// once at start in the background and then every interval (±10% jitter, so
+// a fleet of nodes restarted together does not crawl in lockstep), signing
+// a head after each crawl.
+func runNodeWithCrawl(ctx context.Context, cfg node.Config, sc serveCrawl) error {
+	status := &crawlStatus{}
+	cfg.CrawlStatus = status.report
+	n, err := node.New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := n.Open(ctx); err != nil {
+		return err
+	}
+	defer n.Close()
+	var cr *crawl.Crawler
+	if sc.Interval > 0 {
+		var closeState func()
+		if cr, closeState, err = newCrawler(n, cfg, sc.Config); err != nil {
+			return err
+		}
+		defer closeState()
+		status.cr.Store(cr)
+	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.HTTPAddr, err)
+	}
+	// Deferred in this order so that on return the crawl is cancelled, then
+	// waited for, and only then are the state and the log closed.
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	if cr != nil {
+		wg.Go(func() { crawlLoop(ctx, cr, sc.Interval, cfg.Logger) })
+	}
+	return n.Serve(ctx, ln)
+}
+
+func crawlLoop(ctx context.Context, cr *crawl.Crawler, interval time.Duration, logger *slog.Logger) {
+	for {
+		if _, err := cr.Run(ctx); err != nil && ctx.Err() == nil {
+			logger.Error("crawl failed", "error", err)
+		}
+		t := time.NewTimer(jitter(interval))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// jitter spreads d by ±10%.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration((rand.Float64()*0.2-0.1)*float64(d))
+}

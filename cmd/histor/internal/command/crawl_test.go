@@ -1,0 +1,113 @@
+package command
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/histor-observer/histor/crawl/registry/registrytest"
+	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/node"
+)
+
+// TestCrawlCommand runs "histor crawl" in process against a local registry
+// fixture listing one MCP Go SDK server and one templated URL.
+func TestCrawlCommand(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes text."},
+		func(context.Context, *mcp.CallToolRequest, struct {
+			Text string `json:"text"`
+		}) (*mcp.CallToolResult, any, error) {
+			panic("a tool was called")
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer srv.Close()
+	reg := registrytest.Server(t, []registrytest.Entry{
+		{Name: "io.example/echo", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: srv.URL + "/mcp"}}},
+		{Name: "io.example/tenant", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: "https://{tenant}.example.com/mcp"}}},
+	})
+	data := t.TempDir()
+	var out, errb bytes.Buffer
+	d := deps{stdio: Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}}
+	code := run(context.Background(), []string{"histor", "--log-level", "warn", "crawl", "--data", data,
+		"--registry", reg.URL, "--allow-private-targets", "--workers", "2"}, d)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"2 targets, 3 labels, 0 changes", "ok ", "templated-url "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(errb.String(), "crawl: 2/2 targets") {
+		t.Errorf("no plain progress line on a non-terminal stderr: %q", errb.String())
+	}
+	st, err := state.Open(filepath.Join(data, "state"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if runs, err := st.Runs(0); err != nil || len(runs) != 1 || runs[0].Labels != 3 {
+		t.Errorf("recorded runs %+v, %v", runs, err)
+	}
+}
+
+func TestCrawlCommandRefusesCleartextWithoutAllowPrivate(t *testing.T) {
+	var out, errb bytes.Buffer
+	d := deps{stdio: Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}}
+	code := run(context.Background(), []string{"histor", "crawl", "--data", t.TempDir(), "--registry", "http://127.0.0.1:1"}, d)
+	if code != 1 || !strings.Contains(errb.String(), "AllowPrivateTargets") {
+		t.Errorf("exit %d, stderr %q; want 1 and the reason", code, errb.String())
+	}
+}
+
+// TestServeCrawlFlags maps serve's crawl flags from flags, environment and file.
+func TestServeCrawlFlags(t *testing.T) {
+	file := writeConfig(t, "data = \"/d\"\nworkers = 7\nregistry = \"https://registry.example\"\n")
+	t.Setenv("HISTOR_CRAWL_INTERVAL", "6h")
+	var got serveCrawl
+	d := deps{
+		stdio: Stdio{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &bytes.Buffer{}},
+		runNode: func(_ context.Context, _ node.Config, sc serveCrawl) error {
+			got = sc
+			return nil
+		},
+	}
+	code := run(context.Background(), []string{"histor", "--config", file, "serve", "--continuity-gap", "30h", "--opt-out", "/etc/o.txt"}, d)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	c := got.Config
+	if got.Interval != 6*time.Hour || c.Workers != 7 || c.Registry != "https://registry.example" ||
+		c.ContinuityGap != 30*time.Hour || c.OptOutFile != "/etc/o.txt" || c.AllowPrivateTargets {
+		t.Errorf("serve crawl settings %+v (interval %s)", c, got.Interval)
+	}
+	for _, bad := range [][]string{{"--crawl-interval", "-1h"}, {"--workers", "0"}} {
+		code := run(context.Background(), append([]string{"histor", "serve", "--data", "/d"}, bad...), d)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2", bad, code)
+		}
+	}
+}
+
+func TestJitterWithinTenPercent(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for range 200 {
+		j := jitter(24 * time.Hour)
+		if j < 24*time.Hour*9/10 || j > 24*time.Hour*11/10 {
+			t.Fatalf("jitter gave %s", j)
+		}
+		seen[j] = true
+	}
+	if len(seen) < 100 {
+		t.Errorf("only %d distinct intervals in 200 draws", len(seen))
+	}
+}
+
