@@ -110,4 +110,3 @@ func TestJitterWithinTenPercent(t *testing.T) {
 		t.Errorf("only %d distinct intervals in 200 draws", len(seen))
 	}
 }
-
