@@ -92,6 +92,13 @@ func FuzzScan(f *testing.F) {
 				t.Fatalf("matches out of order at %d", i)
 			}
 		}
+		for _, r := range ps.rules {
+			for _, tx := range []string{desc, fold(desc), instr, fold(instr)} {
+				if r.re.MatchString(tx) && !r.pre.may(tx) {
+					t.Fatalf("rule %q: prefilter rejects %q, which matches", r.Source, tx)
+				}
+			}
+		}
 		if len(res.Matches) > DefaultLimits.MatchesTotal {
 			t.Fatalf("%d matches over the cap", len(res.Matches))
 		}

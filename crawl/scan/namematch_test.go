@@ -295,3 +295,22 @@ func BenchmarkNameBruteForce100(b *testing.B) {
 		}
 	}
 }
+
+func FuzzMatchName(f *testing.F) {
+	f.Add("io.github.eve/slackk")
+	f.Add("io.github.modeIcontextprotocol/servers")
+	f.Add("\xff/\u0435vil-mcp")
+	x := NewNameIndex(registry)
+	rs := DefaultRecords()
+	f.Fuzz(func(t *testing.T, name string) {
+		ms := x.Match(rs, name)
+		if (len(ms) == 0) != (NameVerdict(ms) == "pass") {
+			t.Fatal("verdict disagrees with matches")
+		}
+		for _, m := range ms {
+			if m.Kind == KindEditDistance && (m.Distance < 1 || m.Distance > maxTau) {
+				t.Fatalf("distance %d out of range", m.Distance)
+			}
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"sync"
 
 	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/log/mtl"
@@ -87,13 +88,16 @@ var defaultPatternSet []byte
 
 // Default returns the pattern set shipped with histor (a copy of
 // configs/pattern-set.json; a test keeps the two identical).
-func Default() *PatternSet {
+// The set is loaded once; a PatternSet is immutable, so callers share it.
+func Default() *PatternSet { return loadDefault() }
+
+var loadDefault = sync.OnceValue(func() *PatternSet {
 	ps, err := LoadPatternSet(defaultPatternSet)
 	if err != nil {
 		panic("scan: embedded pattern set does not load: " + err.Error())
 	}
 	return ps
-}
+})
 
 // LoadPatternSetFile reads and loads a pattern set from path.
 func LoadPatternSetFile(path string) (*PatternSet, error) {

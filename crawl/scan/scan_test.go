@@ -242,3 +242,19 @@ func TestFold(t *testing.T) {
 		}
 	}
 }
+
+func FuzzLoadPatternSet(f *testing.F) {
+	f.Add(defaultPatternSet)
+	f.Add([]byte(`{"id":"x","version":"1","rules":[{"code":"C","severity":"low","tier":"advise","surfaces":["name"],"source":"a{1,3}","flags":"","guards":["mention"],"raw":false}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ps, err := LoadPatternSet(b)
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(ps.Digest(), "sha256-") {
+			t.Fatalf("digest %q", ps.Digest())
+		}
+		instr := string(b)
+		ScanWith(ps, []any{map[string]any{"name": string(b), "description": string(b)}}, &instr, DefaultLimits)
+	})
+}
