@@ -30,26 +30,30 @@ func newIDFilter(capacity uint64) *idFilter {
 	return &idFilter{seed: maphash.MakeSeed(), bits: make([]uint64, words), capacity: capacity}
 }
 
-func (f *idFilter) probes(id string, visit func(word uint64, mask uint64) bool) bool {
-	h := maphash.String(f.seed, id)
-	h1, h2 := h, h>>32|h<<32|1
-	m := uint64(len(f.bits)) * 64
-	for i := uint64(0); i < filterProbes; i++ {
-		bit := (h1 + i*h2) % m
-		if !visit(bit/64, 1<<(bit%64)) {
-			return false
-		}
-	}
-	return true
+// bit returns probe i's bit for hash h (double hashing).
+func (f *idFilter) bit(h, i uint64) uint64 {
+	return (h + i*(h>>32|h<<32|1)) % (uint64(len(f.bits)) * 64)
 }
 
-func (f *idFilter) add(id string) {
-	f.probes(id, func(w, mask uint64) bool { f.bits[w] |= mask; return true })
+func (f *idFilter) add(id string) { f.addHash(maphash.String(f.seed, id)) }
+
+func (f *idFilter) addHash(h uint64) {
+	for i := uint64(0); i < filterProbes; i++ {
+		b := f.bit(h, i)
+		f.bits[b/64] |= 1 << (b % 64)
+	}
 	f.n++
 }
 
 func (f *idFilter) mayContain(id string) bool {
-	return f.probes(id, func(w, mask uint64) bool { return f.bits[w]&mask != 0 })
+	h := maphash.String(f.seed, id)
+	for i := uint64(0); i < filterProbes; i++ {
+		b := f.bit(h, i)
+		if f.bits[b/64]&(1<<(b%64)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *idFilter) full() bool { return f.n > f.capacity }
@@ -63,7 +67,7 @@ func loadIDFilter(db pebble.Reader, size uint64) (*idFilter, error) {
 		return nil, corrupt("label index", err)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		f.add(string(it.Key()[1:]))
+		f.addHash(maphash.Bytes(f.seed, it.Key()[1:]))
 	}
 	if err := it.Close(); err != nil {
 		return nil, corrupt("label index", err)

@@ -86,3 +86,11 @@ func tileNode(v []byte, k int, j int64) (tlog.Hash, error) {
 	off = (off + int(j)) * hashSize
 	return tlog.Hash(v[off : off+hashSize]), nil
 }
+
+// fullTileRoot is the root of a checked full tile value, from its two
+// stored nodes at height 7.
+func fullTileRoot(v []byte) tlog.Hash {
+	l, _ := tileNode(v, tileHeight-1, 0)
+	r, _ := tileNode(v, tileHeight-1, 1)
+	return tlog.NodeHash(l, r)
+}
