@@ -182,3 +182,17 @@ func requireFsckClean(t *testing.T, l *Log, dir string, cfg Config) {
 		t.Fatalf("Fsck: size %d (want %d), problems %q", rep.Size, size, rep.Problems)
 	}
 }
+
+func TestAppendAfterClose(t *testing.T) {
+	l := openTest(t, testConfig(t.TempDir()))
+	appendN(t, l, 0, 3)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(context.Background(), []Entry{testEntry(9)}, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Append after Close: %v", err)
+	}
+	if _, err := l.SignHead(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("SignHead after Close: %v", err)
+	}
+}
