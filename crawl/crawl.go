@@ -174,7 +174,9 @@ func (c *Crawler) run(ctx context.Context) (*Summary, error) {
 	if err := c.syncTargets(res); err != nil {
 		return sum, err
 	}
-	c.observeAll(ctx, res, sum)
+	if err := c.observeAll(ctx, res, sum); err != nil {
+		return sum, err
+	}
 	if _, serr := c.log.SignHead(context.WithoutCancel(ctx)); serr != nil && err == nil {
 		err = fmt.Errorf("signing head after crawl: %w", serr)
 	}
@@ -239,7 +241,15 @@ func (c *Crawler) syncTargets(res *registry.Result) error {
 
 // observeAll runs the workers over every harvested target and the committer
 // over their results.
-func (c *Crawler) observeAll(ctx context.Context, res *registry.Result, sum *Summary) {
+func (c *Crawler) observeAll(ctx context.Context, res *registry.Result, sum *Summary) error {
+	prev, err := c.st.Observations()
+	if err != nil {
+		return fmt.Errorf("reading observations: %w", err)
+	}
+	byID := make(map[string]*state.Observation, len(prev))
+	for i := range prev {
+		byID[prev[i].TargetID] = &prev[i]
+	}
 	names := make([]string, 0, res.Servers)
 	seen := map[string]bool{}
 	var dial []registry.Target
@@ -252,7 +262,7 @@ func (c *Crawler) observeAll(ctx context.Context, res *registry.Result, sum *Sum
 			dial = append(dial, t)
 		}
 	}
-	job := &crawlJob{c: c, index: scan.NewNameIndex(names), sets: c.patterns.Digest() + "|" + c.records.Digest()}
+	job := &crawlJob{c: c, index: scan.NewNameIndex(names), sets: c.patterns.Digest() + "|" + c.records.Digest(), prev: byID}
 	c.cfg.Progress.start(len(res.Targets))
 	results := make(chan *prepared, c.cfg.Workers)
 	done := make(chan struct{})
@@ -269,6 +279,7 @@ func (c *Crawler) observeAll(ctx context.Context, res *registry.Result, sum *Sum
 	close(results)
 	<-done
 	c.cfg.Progress.finish()
+	return nil
 }
 
 func (c *Crawler) runWorkers(ctx context.Context, job *crawlJob, s *scheduler, out chan<- *prepared) {

@@ -2,7 +2,6 @@ package crawl
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,6 +18,10 @@ type crawlJob struct {
 	c     *Crawler
 	index *scan.NameIndex // registry names, for lookalikes
 	sets  string          // pattern-set digest | record-set digest
+	// prev is every target's observation as the crawl began, read in one
+	// scan rather than one lookup per target; read-only during the crawl,
+	// and each target is processed once per crawl.
+	prev map[string]*state.Observation
 }
 
 // prepared is one target's outcome, ready to be appended and committed.
@@ -45,16 +48,13 @@ func (j *crawlJob) skipped(t registry.Target) *prepared {
 func (j *crawlJob) process(ctx context.Context, t registry.Target, obs *mcpclient.Observation) *prepared {
 	now := j.c.now()
 	p := &prepared{status: obs.Status}
-	prev, err := j.c.st.Observation(t.ID)
-	if errors.Is(err, state.ErrNotFound) {
-		prev, err = &state.Observation{TargetID: t.ID}, nil
-	}
-	if err != nil {
-		p.err = err
-		return p
+	prev := j.prev[t.ID]
+	if prev == nil {
+		prev = &state.Observation{TargetID: t.ID}
 	}
 	cur := *prev
 	cur.Status, cur.Detail, cur.ObservedAt = obs.Status, obs.Detail, now
+	var err error
 	if obs.Status == mcpclient.StatusOK {
 		err = j.observed(p, t, obs, prev, &cur, now)
 	} else {
