@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"time"
 
 	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
@@ -13,31 +14,44 @@ import (
 // so the state never points at a label the log does not hold.
 func (c *Crawler) commitLoop(ctx context.Context, in <-chan *prepared, sum *Summary) {
 	batch := make([]*prepared, 0, c.cfg.Batch)
+	setsStored := false
 	for p := range in {
 		batch = append(batch[:0], p)
-	drain:
-		for len(batch) < c.cfg.Batch {
-			select {
-			case q, ok := <-in:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, q)
-			default:
-				break drain
-			}
-		}
-		c.commit(ctx, batch, sum)
+		batch = gather(in, batch, c.cfg.Batch)
+		setsStored = c.commit(ctx, batch, sum, setsStored)
 	}
+}
+
+// batchWait is how long the committer waits for a batch to fill. Each
+// append signs a head and syncs, so a few milliseconds of waiting saves
+// far more work than it costs; labels are not answered to anyone sooner.
+const batchWait = 20 * time.Millisecond
+
+// gather adds to batch what arrives within batchWait, up to max items.
+func gather(in <-chan *prepared, batch []*prepared, max int) []*prepared {
+	timer := time.NewTimer(batchWait)
+	defer timer.Stop()
+	for len(batch) < max {
+		select {
+		case q, ok := <-in:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, q)
+		case <-timer.C:
+			return batch
+		}
+	}
+	return batch
 }
 
 // commit appends one batch. If the append is refused, each target is tried
 // on its own, so one bad label costs only its own target.
-func (c *Crawler) commit(ctx context.Context, batch []*prepared, sum *Summary) {
-	if err := c.appendAll(ctx, batch); err != nil {
+func (c *Crawler) commit(ctx context.Context, batch []*prepared, sum *Summary, setsStored bool) bool {
+	if err := c.appendAll(ctx, batch, !setsStored); err != nil {
 		c.logger.Warn("batch append failed; appending targets one by one", "targets", len(batch), "error", err)
 		for _, p := range batch {
-			if err := c.appendAll(ctx, []*prepared{p}); err != nil {
+			if err := c.appendAll(ctx, []*prepared{p}, true); err != nil {
 				c.logger.Error("appending labels", "target", targetID(p), "error", err)
 				p.err = err
 				p.entries = nil
@@ -55,10 +69,14 @@ func (c *Crawler) commit(ctx context.Context, batch []*prepared, sum *Summary) {
 	for _, p := range batch {
 		sum.add(p)
 		c.cfg.Progress.step(p.status)
+		setsStored = setsStored || (p.err == nil && len(p.entries) > 0)
 	}
+	return setsStored
 }
 
-func (c *Crawler) appendAll(ctx context.Context, batch []*prepared) error {
+// appendAll appends the batch's labels and evidence, with the pattern and
+// record sets when withSets (once a crawl: their addresses never change).
+func (c *Crawler) appendAll(ctx context.Context, batch []*prepared, withSets bool) error {
 	var entries []hlog.Entry
 	var ev []hlog.Evidence
 	scans := false
@@ -70,9 +88,7 @@ func (c *Crawler) appendAll(ctx context.Context, batch []*prepared) error {
 	if len(entries) == 0 && len(ev) == 0 {
 		return nil
 	}
-	if scans {
-		// Scan and name labels cite the sets by digest; storing them with
-		// every batch that may hold such a label costs two small bodies.
+	if scans && withSets {
 		ev = append(ev, c.setEvidence...)
 	}
 	_, err := c.log.Append(context.WithoutCancel(ctx), entries, ev)
