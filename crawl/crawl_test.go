@@ -1,6 +1,7 @@
 package crawl_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -253,5 +254,58 @@ func TestDelistOnlyAfterCompleteHarvest(t *testing.T) {
 	e.run(t, e.crawler(t, registrytest.Server(t, []registrytest.Entry{a}).URL, nil))
 	if !delisted() {
 		t.Fatal("a complete harvest without the target did not delist it")
+	}
+}
+
+// TestNewPatternSetReissuesScanLabels: a pattern set with a new digest
+// re-issues the scan and name labels of every current subject, the
+// reachable one from its fresh observation and the unreachable one from its
+// stored tool set, and nothing else.
+func TestNewPatternSetReissuesScanLabels(t *testing.T) {
+	e := newEnv(t)
+	up := serve(t, stateless(toolServer(baseTools)))
+	sw := &switchable{a: stateless(toolServer(baseTools))}
+	flaky := serve(t, sw)
+	reg := registrytest.Server(t, []registrytest.Entry{
+		{Name: "io.example/up", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: up.URL + "/mcp"}}},
+		{Name: "io.example/flaky", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: flaky.URL + "/mcp"}}},
+	})
+	e.run(t, e.crawler(t, reg.URL, nil))
+	before := len(e.labels(t))
+
+	raw, err := os.ReadFile(filepath.Join("..", "configs", "pattern-set.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["version"] = doc["version"].(string) + "-test"
+	delete(doc, "digest")
+	edited, _ := json.Marshal(doc)
+	psFile := filepath.Join(e.dir, "pattern-set.json")
+	if err := os.WriteFile(psFile, edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sw.which.Store(2)
+	e.clock.advance(time.Hour)
+	sum := e.run(t, e.crawler(t, reg.URL, func(c *crawl.Config) { c.PatternSetFile = psFile }))
+	ls := e.labels(t)[before:]
+	scans := byMethod(ls, awr.MethodPatternScan)
+	if len(scans) != 2 || len(byMethod(ls, awr.MethodNameThreat)) != 2 || len(byMethod(ls, awr.MethodObservation)) != 0 {
+		t.Fatalf("after a new pattern set: %d labels (%v), want 2 scan + 2 name + 1 inconclusive continuity", len(ls), sum.ByMethod)
+	}
+	for _, l := range scans {
+		ps := l.subject["mcpTrustLabel"].(map[string]any)["patternSet"].(map[string]any)
+		if body, err := e.log.Evidence("pattern-sets", ps["digestSRI"].(string)); err != nil || !strings.Contains(string(body), "-test") {
+			t.Errorf("scan label cites pattern set %v: evidence %v", ps, err)
+		}
+		e.checkEvidence(t, l)
+	}
+	// The same set again re-issues nothing.
+	e.clock.advance(time.Hour)
+	if sum := e.run(t, e.crawler(t, reg.URL, func(c *crawl.Config) { c.PatternSetFile = psFile })); sum.Labels != 0 {
+		t.Errorf("the same pattern set re-issued %d labels", sum.Labels)
 	}
 }

@@ -1,0 +1,122 @@
+package crawl
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/histor-observer/histor/crawl/registry"
+)
+
+// TestSchedulerHoldsPerHostBound runs many workers over targets on a few
+// hosts and checks that no host ever had more than perHost slots taken,
+// that SSE targets take two, and that every target is handed out once.
+func TestSchedulerHoldsPerHostBound(t *testing.T) {
+	var targets []registry.Target
+	for i := range 300 {
+		tr := registry.TransportStreamable
+		if i%7 == 0 {
+			tr = registry.TransportSSE
+		}
+		targets = append(targets, registry.Target{ID: fmt.Sprint(i), Transport: tr,
+			Endpoint: fmt.Sprintf("https://H%d.example/mcp/%d", i%5, i)})
+	}
+	s := newScheduler(targets, 2)
+	var mu sync.Mutex
+	inUse := map[string]int{}
+	seen := map[string]bool{}
+	var worst atomic.Int32
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for {
+				tg, release, ok := s.take(context.Background())
+				if !ok {
+					return
+				}
+				h, w := hostOf(tg.Endpoint), s.weight(tg)
+				mu.Lock()
+				inUse[h] += w
+				if n := int32(inUse[h]); n > worst.Load() {
+					worst.Store(n)
+				}
+				if seen[tg.ID] {
+					t.Errorf("target %s handed out twice", tg.ID)
+				}
+				seen[tg.ID] = true
+				mu.Unlock()
+				time.Sleep(200 * time.Microsecond)
+				mu.Lock()
+				inUse[h] -= w
+				mu.Unlock()
+				release()
+			}
+		})
+	}
+	wg.Wait()
+	if worst.Load() > 2 {
+		t.Errorf("a host had %d slots taken at once", worst.Load())
+	}
+	if len(seen) != len(targets) {
+		t.Errorf("%d of %d targets handed out", len(seen), len(targets))
+	}
+}
+
+func TestSchedulerStopsOnCancel(t *testing.T) {
+	s := newScheduler([]registry.Target{{Endpoint: "https://a.example/1"}, {Endpoint: "https://a.example/2"},
+		{Endpoint: "https://a.example/3"}}, 2)
+	_, r1, _ := s.take(context.Background())
+	_, _, _ = s.take(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, _, ok := s.take(ctx); ok {
+		t.Fatal("a third slot on one host was handed out")
+	}
+	r1()
+	if _, _, ok := s.take(context.Background()); !ok {
+		t.Fatal("a released slot was not handed out again")
+	}
+}
+
+func TestProgressPlainAndTerminal(t *testing.T) {
+	var plain bytes.Buffer
+	p := NewProgress(&plain, false, time.Hour)
+	p.start(3)
+	for _, st := range []string{"ok", "timeout", "ok"} {
+		p.step(st)
+	}
+	p.finish()
+	if got := plain.String(); got != "crawl: 3/3 targets (100%), 2 ok, 0s\n" || strings.Contains(got, "\r") {
+		t.Errorf("plain progress %q", got)
+	}
+	var tty bytes.Buffer
+	p = NewProgress(&tty, true, 0)
+	p.start(2)
+	p.step("ok")
+	p.step("ok")
+	p.finish()
+	if got := tty.String(); !strings.HasPrefix(got, "\r[") || !strings.Contains(got, "100% 2/2 targets") || !strings.HasSuffix(got, "\n") {
+		t.Errorf("terminal progress %q", got)
+	}
+	var nilp *Progress
+	nilp.start(1)
+	nilp.step("ok") // a nil Progress shows nothing and does not panic
+}
+
+func TestCompareUTF16(t *testing.T) {
+	// U+FF21 (fullwidth A) sorts after U+1F600 in UTF-16 code units, before it in code points.
+	if compareUTF16("\U0001F600", "\uFF21") >= 0 {
+		t.Error("a supplementary character must sort before U+FF21 in UTF-16 order")
+	}
+	if compareUTF16("a", "b") >= 0 || compareUTF16("ab", "a") <= 0 || compareUTF16("x", "x") != 0 {
+		t.Error("plain order broken")
+	}
+	if compareUTF16("\U0001F600", "\U0001F601") >= 0 {
+		t.Error("two supplementary characters under one high surrogate keep their order")
+	}
+}
