@@ -1,8 +1,11 @@
 package crawl_test
 
 import (
+	"context"
 	"encoding/json"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -308,4 +311,100 @@ func TestNewPatternSetReissuesScanLabels(t *testing.T) {
 	if sum := e.run(t, e.crawler(t, reg.URL, func(c *crawl.Config) { c.PatternSetFile = psFile })); sum.Labels != 0 {
 		t.Errorf("the same pattern set re-issued %d labels", sum.Labels)
 	}
+}
+
+// rawMCP is a modern MCP server answering tools/list with toolsJSON as is,
+// so a test can send what the SDK would never produce.
+func rawMCP(toolsJSON string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		result := `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`
+		if req.Method == "tools/list" {
+			result = `{"tools":` + toolsJSON + `}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":` + result + `}`))
+	})
+}
+
+// TestStatusesAndUndigestibleSets: failures end in their statuses within
+// the deadline, and a tool set MTL/1 cannot digest (MTL-NUM-001) still gets
+// an inconclusive observation label with its reason and no tool-set evidence.
+func TestStatusesAndUndigestibleSets(t *testing.T) {
+	e := newEnv(t)
+	mux := http.NewServeMux()
+	mux.Handle("/fraction", rawMCP(`[{"name":"scale","description":"Scales.","inputSchema":{"type":"object","properties":{"f":{"type":"number","minimum":0.5}}}}]`))
+	mux.Handle("/empty", rawMCP(`[]`))
+	mux.HandleFunc("/garbage", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"]}`))
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Second):
+		}
+	})
+	srv := serve(t, mux)
+	entry := func(name, url string) registrytest.Entry {
+		return registrytest.Entry{Name: "io.example/" + name, Remotes: []registrytest.Remote{{Type: "streamable-http", URL: url}}}
+	}
+	reg := registrytest.Server(t, []registrytest.Entry{
+		entry("fraction", srv.URL+"/fraction"), entry("empty", srv.URL+"/empty"),
+		entry("garbage", srv.URL+"/garbage"), entry("slow", srv.URL+"/slow"),
+		entry("nowhere", "http://nowhere.invalid/mcp"),
+	})
+	c := e.crawler(t, reg.URL, func(c *crawl.Config) {
+		c.Deadline = 500 * time.Millisecond
+		c.Guard.Resolver = nxResolver{}
+	})
+	start := time.Now()
+	sum := e.run(t, c)
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("crawl took %s with a 500 ms deadline per observation", took)
+	}
+	want := map[string]string{"fraction": "ok", "empty": "ok", "garbage": "protocol", "slow": "timeout", "nowhere": "connect"}
+	targets, _ := e.st.Targets()
+	for _, tg := range targets {
+		short := strings.TrimPrefix(tg.Name, "io.example/")
+		if tg.Status != want[short] {
+			t.Errorf("%s: status %q (%s), want %q", short, tg.Status, tg.Detail, want[short])
+		}
+		obs, err := e.st.Observation(tg.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantRefusal := map[string]string{"fraction": mtl.CodeNumber, "empty": mtl.CodeEmpty}[short]; obs.Refusal != wantRefusal || (wantRefusal != "" && obs.ToolSetDigest != "") {
+			t.Errorf("%s: refusal %q digest %q, want refusal %q and no digest", short, obs.Refusal, obs.ToolSetDigest, wantRefusal)
+		}
+	}
+	obsLabels := byMethod(e.labels(t), awr.MethodObservation)
+	if len(obsLabels) != 2 || sum.ByStatus["ok"] != 2 {
+		t.Fatalf("%d observation labels, statuses %v", len(obsLabels), sum.ByStatus)
+	}
+	for _, l := range obsLabels {
+		d := l.subject["mcpTrustLabel"].(map[string]any)
+		reasons, _ := d["reasons"].([]any)
+		if l.verdict != awr.VerdictInconclusive || len(reasons) != 1 {
+			t.Errorf("undigestible set: verdict %s, reasons %v", l.verdict, reasons)
+		}
+		if _, has := d["toolSet"].(map[string]any)["digestSRI"]; has {
+			t.Error("an undigestible set's label claims a digest")
+		}
+		e.checkEvidence(t, l)
+	}
+}
+
+// nxResolver answers that no name exists.
+type nxResolver struct{}
+
+func (nxResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
