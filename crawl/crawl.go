@@ -177,6 +177,9 @@ func (c *Crawler) run(ctx context.Context) (*Summary, error) {
 	if err := c.observeAll(ctx, res, sum); err != nil {
 		return sum, err
 	}
+	if err := c.st.SetPatternSet(c.patterns.Digest()); err != nil {
+		return sum, err
+	}
 	if _, serr := c.log.SignHead(context.WithoutCancel(ctx)); serr != nil && err == nil {
 		err = fmt.Errorf("signing head after crawl: %w", serr)
 	}
@@ -293,6 +296,12 @@ func (c *Crawler) runWorkers(ctx context.Context, job *crawlJob, s *scheduler, o
 				}
 				obs := c.observe(ctx, t)
 				release()
+				if ctx.Err() != nil {
+					// Shutting down: the cut-short observation says nothing
+					// about the server, so it must not start an unreachable
+					// stretch. The target keeps its previous state.
+					return
+				}
 				out <- job.process(ctx, t, obs)
 			}
 		})

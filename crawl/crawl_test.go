@@ -3,12 +3,14 @@ package crawl_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -407,4 +409,46 @@ type nxResolver struct{}
 
 func (nxResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// TestCancelledCrawlLeavesNoTrace: a crawl cut short by its context reports
+// the context's error and issues no unreachable label for the observations
+// it interrupted.
+func TestCancelledCrawlLeavesNoTrace(t *testing.T) {
+	e := newEnv(t)
+	hold := make(chan struct{})
+	var entered sync.Once
+	started := make(chan struct{})
+	sw := &switchable{a: stateless(toolServer(baseTools))}
+	srv := serve(t, sw)
+	reg := registrytest.Server(t, []registrytest.Entry{
+		{Name: "io.example/w", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: srv.URL + "/mcp"}}},
+	})
+	c := e.crawler(t, reg.URL, nil)
+	e.run(t, c)
+	before := e.log.Size()
+	sw.b = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered.Do(func() { close(started) })
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(hold)
+	sw.which.Store(1)
+	e.clock.advance(20 * time.Hour)
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-started
+		cancel()
+	}()
+	if _, err := c.Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled crawl returned %v", err)
+	}
+	if e.log.Size() != before {
+		t.Errorf("a cancelled crawl appended %d labels", e.log.Size()-before)
+	}
+	if got, _ := e.st.Targets(); len(got) != 1 || got[0].Status != "ok" {
+		t.Errorf("target after a cancelled crawl: %+v", got)
+	}
 }
