@@ -65,6 +65,13 @@ func (s *Summary) Write(w io.Writer) error {
 		b.WriteString(" (registry harvest incomplete: nothing delisted)")
 	}
 	b.WriteString("\n")
+	if s.Labels > 0 {
+		b.WriteString("  labels:")
+		for _, m := range sortedByCount(s.ByMethod) {
+			fmt.Fprintf(&b, " %s %d", m[strings.LastIndex(m, ":")+1:], s.ByMethod[m])
+		}
+		b.WriteString("\n")
+	}
 	for _, k := range sortedByCount(s.ByStatus) {
 		fmt.Fprintf(&b, "  %-16s %d\n", k, s.ByStatus[k])
 	}

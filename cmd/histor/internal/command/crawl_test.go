@@ -41,7 +41,7 @@ func TestCrawlCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	for _, want := range []string{"2 targets, 3 labels, 0 changes", "ok ", "templated-url "} {
+	for _, want := range []string{"2 targets, 3 labels, 0 changes", "labels: name-threat-match 1 tool-def-pattern-scan 1 tool-set-observation 1", "ok ", "templated-url "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}
