@@ -110,8 +110,8 @@ func benchMCP(w http.ResponseWriter, r *http.Request) {
 // benchName gives each server its own namespace and a last segment that is
 // no near-duplicate of another's, as real registry names mostly are.
 // Generate's names (server-000001, server-000002, …) are all within edit
-// distance 2 of each other, the lookalike index's worst case, which
-// BenchmarkNameIndexWorstCase measures on its own.
+// distance 2 of each other, the lookalike index's worst case (the
+// names=generated sub-benchmark).
 func benchName(i int) string {
 	h := sha256.Sum256([]byte(strconv.Itoa(i)))
 	return fmt.Sprintf("io.bench.ns%05d/%x", i, h[:6])
@@ -170,15 +170,28 @@ func baseline(tb testing.TB, endpoints []string, f *benchFleet) time.Duration {
 
 // BenchmarkCrawl10k crawls 10,000 fixture endpoints on 500 host names with
 // 100 ms per response and reports wall time and CPU per observation beyond
-// a bare HTTP round-trip baseline over the same fixture.
+// a bare HTTP round-trip baseline over the same fixture. The sub-benchmark
+// names=distinct gives servers names as varied as real ones; names=generated
+// keeps registrytest.Generate's server-000001… names, all near-duplicates of
+// each other, the lookalike index's worst case.
 //
-//	go test -run '^$' -bench BenchmarkCrawl10k -benchtime 1x ./crawl/
+//	go test -run '^$' -bench 'BenchmarkCrawl10k/names=distinct' -benchtime 1x ./crawl/
 func BenchmarkCrawl10k(b *testing.B) {
 	f := newBenchFleet(b)
-	entries := registrytest.Generate(benchEndpoints, f.bases)
-	for i := range entries {
-		entries[i].Name = benchName(i)
+	for _, distinct := range []bool{true, false} {
+		b.Run(fmt.Sprintf("names=%s", map[bool]string{true: "distinct", false: "generated"}[distinct]), func(b *testing.B) {
+			entries := registrytest.Generate(benchEndpoints, f.bases)
+			if distinct {
+				for i := range entries {
+					entries[i].Name = benchName(i)
+				}
+			}
+			benchCrawl(b, f, entries)
+		})
 	}
+}
+
+func benchCrawl(b *testing.B, f *benchFleet, entries []registrytest.Entry) {
 	reg := registrytest.Server(b, entries)
 	var endpoints []string
 	for _, e := range entries {
@@ -186,6 +199,7 @@ func BenchmarkCrawl10k(b *testing.B) {
 	}
 	for range b.N {
 		b.StopTimer()
+		f.maxConn.Store(0)
 		base := baseline(b, endpoints, f)
 		e := newEnv(b)
 		c := e.crawler(b, reg.URL, func(cfg *crawl.Config) {
