@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/net/idna"
+
 	"github.com/histor-observer/histor/crawl/registry"
 )
 
@@ -49,14 +51,20 @@ func newScheduler(targets []registry.Target, perHost int) *scheduler {
 	return s
 }
 
-// hostOf is the scheduling key of an endpoint: its lower-cased host name.
-// An unparseable URL gets its own key; the guard refuses it with a status.
+// hostOf is the scheduling key of an endpoint: its host name in IDNA ASCII,
+// as the guard keys its connection bound, so "bücher.example" and
+// "xn--bcher-kva.example" share their two slots. An unparseable URL gets
+// its own key; the guard refuses it with a status.
 func hostOf(endpoint string) string {
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		return endpoint
 	}
-	return strings.ToLower(u.Hostname())
+	h := strings.ToLower(u.Hostname())
+	if a, err := idna.Lookup.ToASCII(h); err == nil {
+		return a
+	}
+	return h
 }
 
 func (s *scheduler) weight(t registry.Target) int {

@@ -120,3 +120,12 @@ func TestCompareUTF16(t *testing.T) {
 		t.Error("two supplementary characters under one high surrogate keep their order")
 	}
 }
+
+func TestHostOfSharesIDNAForms(t *testing.T) {
+	if a, b := hostOf("https://Bücher.example/mcp"), hostOf("https://xn--bcher-kva.example/other"); a != b || a != "xn--bcher-kva.example" {
+		t.Errorf("host keys %q and %q, want both xn--bcher-kva.example", a, b)
+	}
+	if hostOf("https://a.example:8443/x") != "a.example" {
+		t.Error("the port must not split a host's slots")
+	}
+}
