@@ -212,6 +212,12 @@ func TestUnreachableStretch(t *testing.T) {
 	c := e.crawler(t, reg.URL, nil)
 	e.run(t, c)
 	sw.which.Store(2)
+	// A blip shorter than the continuity gap is no stretch to label.
+	e.clock.advance(2 * time.Hour)
+	e.run(t, c)
+	if v := continuityVerdicts(e.labels(t)); len(v) != 0 {
+		t.Fatalf("a failure 2 h after the last link gave continuity labels %v", v)
+	}
 	for range 3 {
 		e.clock.advance(20 * time.Hour)
 		if sum := e.run(t, c); sum.ByStatus["http-503"] != 1 {
@@ -298,8 +304,8 @@ func TestNewPatternSetReissuesScanLabels(t *testing.T) {
 	sum := e.run(t, e.crawler(t, reg.URL, func(c *crawl.Config) { c.PatternSetFile = psFile }))
 	ls := e.labels(t)[before:]
 	scans := byMethod(ls, awr.MethodPatternScan)
-	if len(scans) != 2 || len(byMethod(ls, awr.MethodNameThreat)) != 2 || len(byMethod(ls, awr.MethodObservation)) != 0 {
-		t.Fatalf("after a new pattern set: %d labels (%v), want 2 scan + 2 name + 1 inconclusive continuity", len(ls), sum.ByMethod)
+	if len(scans) != 2 || len(byMethod(ls, awr.MethodNameThreat)) != 2 || len(ls) != 4 {
+		t.Fatalf("after a new pattern set: %d labels (%v), want 2 scan + 2 name", len(ls), sum.ByMethod)
 	}
 	for _, l := range scans {
 		ps := l.subject["mcpTrustLabel"].(map[string]any)["patternSet"].(map[string]any)

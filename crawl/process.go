@@ -173,12 +173,13 @@ func prior(a *state.Anchor) *awr.PriorLabel {
 }
 
 // unreachable handles a target that gave no tool list: the first failure
-// after an ok stretch gets one inconclusive continuity label, and a new
-// pattern or record set still re-issues the scan labels of its current
-// subject from the stored tool set.
+// at least ContinuityGap after the last link of its chain gets one
+// inconclusive continuity label for the whole unreachable stretch (two
+// continuity observations are ≥ 20 h apart by MTL/1, so a shorter blip
+// gets none), and a new pattern or record set still re-issues the scan
+// labels of its current subject from the stored tool set.
 func (j *crawlJob) unreachable(ctx context.Context, p *prepared, t registry.Target, prev, cur *state.Observation, now time.Time) error {
-	if prev.Anchor != nil && !prev.StretchReported {
-		a := prev.Anchor
+	if a := prev.Anchor; a != nil && !prev.StretchReported && now.Sub(a.ObservedAt) >= j.c.cfg.ContinuityGap {
 		in := awr.LabelInput{
 			ObservedAt: now,
 			Subject:    awr.Ref{ID: a.SubjectURN, DigestSRI: a.SubjectDigestSRI},
