@@ -62,7 +62,7 @@ func (j *crawlJob) process(ctx context.Context, t registry.Target, obs *mcpclien
 	}
 	if err != nil {
 		j.c.logger.Error("processing target", "id", t.ID, "endpoint", t.Endpoint, "error", err)
-		p.entries, p.evidence, p.methods = nil, nil, nil
+		p.entries, p.evidence, p.methods, p.update.Change = nil, nil, nil, nil
 		p.err = err
 		cur = *prev
 		cur.Status, cur.Detail, cur.ObservedAt = "internal-error", err.Error(), now
