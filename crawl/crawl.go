@@ -132,6 +132,10 @@ func (c *Crawler) buildClient() error {
 	return nil
 }
 
+// Close releases the idle connections the crawler keeps between requests.
+// The crawler may still be used afterwards; it opens new ones as needed.
+func (c *Crawler) Close() { c.guard.Client().CloseIdleConnections() }
+
 // Running reports whether a crawl is in progress; LastError is the error of
 // the last crawl, "" if it succeeded. Both are for /health.
 func (c *Crawler) Running() bool { return c.running.Load() }

@@ -126,6 +126,7 @@ func crawlOnce(ctx context.Context, cfg node.Config, cc crawl.Config) (*crawl.Su
 		return nil, err
 	}
 	defer closeState()
+	defer cr.Close()
 	return cr.Run(ctx)
 }
 
@@ -187,6 +188,7 @@ func runNodeWithCrawl(ctx context.Context, cfg node.Config, sc serveCrawl) error
 			return err
 		}
 		defer closeState()
+		defer cr.Close()
 		status.cr.Store(cr)
 	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
