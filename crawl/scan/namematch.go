@@ -24,6 +24,11 @@ const (
 	longSegmentLen = 12 // from here on (both sides), two edits are tolerated
 	maxEditLen     = 200
 	maxNameMatches = 16
+	// maxCandidates bounds the skeletons one query compares by edit distance.
+	// A registry crowded with near-identical names (server-000001, -000002, …)
+	// would otherwise cost thousands of distance computations per name; past
+	// this many the query reports what it found so far.
+	maxCandidates = 512
 )
 
 // NameMatch is one reason a name is inconclusive.
@@ -67,6 +72,7 @@ type NameIndex struct {
 	skels    [][]rune            // distinct last-segment skeletons
 	skelOf   map[string]int32    // skeleton → index in skels
 	skelName [][]int32           // names per skeleton, in name order
+	skelNS   []string            // the one namespace of a skeleton's names, or "" when they have several
 	parts    map[partKey][]int32 // → skeleton indexes
 }
 
@@ -100,6 +106,7 @@ func (x *NameIndex) addSkeleton(sk string, id int32) {
 		rs := []rune(sk)
 		x.skels = append(x.skels, rs)
 		x.skelName = append(x.skelName, nil)
+		x.skelNS = append(x.skelNS, x.ns[id])
 		if len(rs) >= minEditLen && len(rs) <= maxEditLen {
 			for i := range 3 {
 				a, b := part(len(rs), i)
@@ -109,6 +116,9 @@ func (x *NameIndex) addSkeleton(sk string, id int32) {
 		}
 	}
 	x.skelName[sid] = append(x.skelName[sid], id)
+	if x.skelNS[sid] != x.ns[id] {
+		x.skelNS[sid] = ""
+	}
 }
 
 // part is the i-th of three near-equal parts of a string of n runes.
@@ -159,7 +169,7 @@ func (x *NameIndex) lookalikes(name string) []NameMatch {
 			found[id] = NameMatch{Kind: KindConfusable, Name: x.names[id]}
 		}
 	}
-	for sid, d := range x.nearSegments([]rune(skeleton(lastSegment(name)))) {
+	for sid, d := range x.nearSegments([]rune(skeleton(lastSegment(name))), ns) {
 		kind := KindEditDistance
 		if d == 0 {
 			kind = KindConfusable
@@ -194,8 +204,10 @@ func (x *NameIndex) lookalikes(name string) []NameMatch {
 const maxTau = 2
 
 // nearSegments returns the distinct skeletons within the edit threshold of q,
-// with their distance.
-func (x *NameIndex) nearSegments(q []rune) map[int32]int {
+// with their distance. Skeletons whose names all live in namespace ns (the
+// query's own owner) are skipped before any distance is computed, and at most
+// maxCandidates skeletons are compared.
+func (x *NameIndex) nearSegments(q []rune, ns string) map[int32]int {
 	out := map[int32]int{}
 	if len(q) < minEditLen || len(q) > maxEditLen {
 		return out
@@ -210,8 +222,11 @@ func (x *NameIndex) nearSegments(q []rune) map[int32]int {
 			hi := min(a+i, a+delta+(maxTau-i), len(q)-(b-a))
 			for s := lo; s <= hi; s++ {
 				for _, sid := range x.parts[partKey{n, i, string(q[s : s+b-a])}] {
-					if tried[sid] {
+					if tried[sid] || (ns != "" && x.skelNS[sid] == ns) {
 						continue
+					}
+					if len(tried) == maxCandidates {
+						return out
 					}
 					tried[sid] = true
 					thr := threshold(len(q), len(x.skels[sid]))

@@ -99,7 +99,7 @@ func TestNameIndexAgreesWithBruteForce(t *testing.T) {
 	x := NewNameIndex(names)
 	for q := range 300 {
 		seg := []rune(skeleton(word(4 + r.IntN(12))))
-		got := x.nearSegments(seg)
+		got := x.nearSegments(seg, "")
 		for id, sk := range x.skels {
 			if len(seg) < minEditLen || len(sk) < minEditLen {
 				continue
@@ -313,4 +313,36 @@ func FuzzMatchName(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A registry crowded with one owner's near-identical names must neither list
+// them as lookalikes of each other nor hide another owner's lookalike.
+func TestNameIndexCrowdedNamespace(t *testing.T) {
+	var names []string
+	for i := range 20000 {
+		names = append(names, fmt.Sprintf("io.example.gen/server-%06d", i))
+	}
+	names = append(names, "com.other/server-000002x")
+	x := NewNameIndex(names)
+	got := x.Match(nil, "io.example.gen/server-000002")
+	if len(got) != 1 || got[0].Name != "com.other/server-000002x" || got[0].Distance != 1 {
+		t.Fatalf("lookalikes of a crowded owner's name = %+v, want only com.other/server-000002x at distance 1", got)
+	}
+	if got := x.Match(nil, "org.third/server-000002"); len(got) == 0 {
+		t.Fatal("a third owner's name found no lookalikes among 20,000 near-identical names")
+	} else if len(got) > maxNameMatches {
+		t.Fatalf("%d lookalikes, more than the %d bound", len(got), maxNameMatches)
+	}
+}
+
+func BenchmarkNameMatchCrowded(b *testing.B) {
+	var names []string
+	for i := range 20000 {
+		names = append(names, fmt.Sprintf("io.example.gen/server-%06d", i))
+	}
+	x := NewNameIndex(names)
+	b.ResetTimer()
+	for i := range b.N {
+		x.Match(nil, names[i%len(names)])
+	}
 }
