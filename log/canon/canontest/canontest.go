@@ -12,7 +12,7 @@ import (
 )
 
 // CanonicalizeModule returns the directory of the canonicalize@2 package:
-// from $HISTOR_NPM_CACHE/node_modules if it is there, else installed with
+// from $HISTOR_NPM_DIR/node_modules if it is there, else installed with
 // npm into a directory private to the test. It skips the test, saying why,
 // when node is missing or npm cannot reach its registry.
 func CanonicalizeModule(t testing.TB) string {
@@ -20,7 +20,7 @@ func CanonicalizeModule(t testing.TB) string {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not on PATH, so there is no independent implementation to compare with")
 	}
-	if dir := os.Getenv("HISTOR_NPM_CACHE"); dir != "" {
+	if dir := os.Getenv("HISTOR_NPM_DIR"); dir != "" {
 		mod := filepath.Join(dir, "node_modules", "canonicalize")
 		if _, err := os.Stat(mod); err == nil {
 			return mod
