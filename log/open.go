@@ -40,6 +40,15 @@ func openPebble(dir string, cacheBytes int64, logger *slog.Logger, readOnly bool
 		db.Close()
 		return nil, nil, err
 	}
+	if !readOnly {
+		// Replaying the WAL fills a memtable sized for the append path (64 MiB);
+		// flushing it now returns that memory, so a node that mostly serves
+		// reads stays small, and the next start replays nothing.
+		if err := db.Flush(); err != nil {
+			db.Close()
+			return nil, nil, corrupt("flushing the recovered memtable", err)
+		}
+	}
 	return db, c, nil
 }
 
