@@ -315,11 +315,19 @@ func (c *Crawler) runWorkers(ctx context.Context, job *crawlJob, s *scheduler, o
 
 // observe checks the endpoint with the guard (resolving it afresh, once)
 // and reads its tool list.
+//
+// The observation deadline starts before the lookup, so a resolver that
+// never answers ends as a timeout, not a worker held for ever.
 func (c *Crawler) observe(ctx context.Context, t registry.Target) *mcpclient.Observation {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Deadline)
+	defer cancel()
 	target, err := c.guard.Check(ctx, t.Endpoint)
 	if err != nil {
 		status, ok := guard.Status(err)
-		if !ok {
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			status = mcpclient.StatusTimeout
+		case !ok:
 			status = mcpclient.StatusNetwork
 		}
 		return &mcpclient.Observation{Status: status, Detail: err.Error()}

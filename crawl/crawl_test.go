@@ -458,3 +458,35 @@ func TestCancelledCrawlLeavesNoTrace(t *testing.T) {
 		t.Errorf("target after a cancelled crawl: %+v", got)
 	}
 }
+
+// hangResolver never answers: it returns only when the lookup's context ends.
+type hangResolver struct{}
+
+func (hangResolver) LookupNetIP(ctx context.Context, _, host string) ([]netip.Addr, error) {
+	<-ctx.Done()
+	return nil, &net.DNSError{Err: ctx.Err().Error(), Name: host, IsTimeout: true}
+}
+
+// TestDeadlineCoversResolution: the one deadline per observation also bounds
+// the name lookup, so a resolver that never answers ends as a timeout within
+// the deadline instead of holding a worker for ever.
+func TestDeadlineCoversResolution(t *testing.T) {
+	e := newEnv(t)
+	reg := registrytest.Server(t, []registrytest.Entry{
+		{Name: "io.example/hang", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: "http://hang.example/mcp"}}},
+	})
+	c := e.crawler(t, reg.URL, func(c *crawl.Config) {
+		c.Deadline = 300 * time.Millisecond
+		c.Guard.Resolver = hangResolver{}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	sum, err := c.Run(ctx)
+	if err != nil {
+		t.Fatalf("crawl: %v (after %s)", err, time.Since(start))
+	}
+	if sum.ByStatus["timeout"] != 1 {
+		t.Fatalf("statuses %v, want one timeout", sum.ByStatus)
+	}
+}
