@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"golang.org/x/net/idna"
 )
 
 // OptOut is the operator's list of hosts and endpoints the crawl leaves alone.
@@ -121,6 +123,13 @@ func underURL(endpoint, entry string) bool {
 	return false
 }
 
+// normalHost is h as the crawler dials it: lower case, no trailing dot, in
+// IDNA ASCII when it is a valid name, so a Unicode entry and the ASCII form
+// of the same name (or the other way round) match.
 func normalHost(h string) string {
-	return strings.TrimSuffix(strings.ToLower(h), ".")
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	if a, err := idna.Lookup.ToASCII(h); err == nil {
+		return a
+	}
+	return h
 }

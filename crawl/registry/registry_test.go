@@ -433,3 +433,22 @@ func TestHarvestRetriesDroppedConnection(t *testing.T) {
 		t.Errorf("%d requests, want 2", n)
 	}
 }
+
+// TestOptOutIDNAHost: a host entry covers its name however it is spelt, in
+// Unicode or in the IDNA ASCII form the crawler dials, since an operator's
+// wish must not depend on which spelling the registry entry happened to use.
+func TestOptOutIDNAHost(t *testing.T) {
+	for _, tc := range []struct{ entry, endpoint string }{
+		{"bücher.example", "https://xn--bcher-kva.example/mcp"},
+		{"xn--bcher-kva.example", "https://bücher.example/mcp"},
+		{"bücher.example", "https://mcp.BÜCHER.example/mcp"},
+	} {
+		o, err := registry.ParseOptOut([]byte(tc.entry))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !o.Covers(tc.endpoint) {
+			t.Errorf("opt-out %q does not cover %s", tc.entry, tc.endpoint)
+		}
+	}
+}
