@@ -53,14 +53,15 @@ func newScheduler(targets []registry.Target, perHost int) *scheduler {
 
 // hostOf is the scheduling key of an endpoint: its host name in IDNA ASCII,
 // as the guard keys its connection bound, so "bücher.example" and
-// "xn--bcher-kva.example" share their two slots. An unparseable URL gets
+// "xn--bcher-kva.example" share their two slots, as do "a.example." and
+// "a.example". An unparseable URL gets
 // its own key; the guard refuses it with a status.
 func hostOf(endpoint string) string {
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		return endpoint
 	}
-	h := strings.ToLower(u.Hostname())
+	h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if a, err := idna.Lookup.ToASCII(h); err == nil {
 		return a
 	}

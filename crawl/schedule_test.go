@@ -129,3 +129,13 @@ func TestHostOfSharesIDNAForms(t *testing.T) {
 		t.Error("the port must not split a host's slots")
 	}
 }
+
+// TestHostOfTrailingDot: the guard bounds "a.example." and "a.example" as one
+// host, so the scheduler must too, or two SSE observations could each hold
+// one of the host's two connections with their streams and wait for ever
+// for a second one to post on.
+func TestHostOfTrailingDot(t *testing.T) {
+	if a, b := hostOf("https://a.example./sse"), hostOf("https://A.example/sse"); a != b {
+		t.Errorf("host keys %q and %q differ", a, b)
+	}
+}
