@@ -131,7 +131,9 @@ func (m memHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 // readEntries fetches every entry bundle of a tree of size n and returns the stored hashes
 // they give, and how many bundles were read.
 func (a *auditor) readEntries(ctx context.Context, n uint64) (memHashes, int, error) {
-	hashes := make(memHashes, 0, 2*n)
+	// n is the log's claim: reserve room for at most a million leaves up front, so a log
+	// signing an absurd size meets a missing bundle, not an allocation of its choosing.
+	hashes := make(memHashes, 0, 2*min(n, 1<<20))
 	bundles := 0
 	for start := uint64(0); start < n; start += torchwood.TileWidth {
 		width := min(n-start, torchwood.TileWidth)
