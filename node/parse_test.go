@@ -95,6 +95,8 @@ func TestValidSRI(t *testing.T) {
 func TestAcceptsGzip(t *testing.T) {
 	for v, want := range map[string]bool{
 		"": false, "gzip": true, "identity, gzip": true, "GZip;q=0.5": true, "gzip;q=0": false, "br": false, "x-gzip": false,
+		// RFC 9110 §12.4.2: a qvalue of zero, however spelled, means "not acceptable".
+		"gzip;q=0.0": false, "gzip; q=0.000": false, "gzip;Q=0": false, "gzip;q=0.001": true,
 	} {
 		r := httptest.NewRequest("GET", "/", nil)
 		if v != "" {

@@ -150,12 +150,23 @@ func acceptsGzip(r *http.Request) bool {
 	for _, v := range r.Header.Values("Accept-Encoding") {
 		for _, part := range strings.Split(v, ",") {
 			name, q, _ := strings.Cut(strings.TrimSpace(part), ";")
-			if strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.TrimSpace(q) != "q=0" {
+			if strings.EqualFold(strings.TrimSpace(name), "gzip") && !zeroQ(q) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// zeroQ reports whether a weight parameter is q=0 in any spelling RFC 9110
+// allows ("q=0", "Q=0.0", "q=0.000"), which means "not acceptable".
+func zeroQ(param string) bool {
+	k, v, ok := strings.Cut(strings.TrimSpace(param), "=")
+	if !ok || !strings.EqualFold(strings.TrimSpace(k), "q") {
+		return false
+	}
+	v = strings.TrimSpace(v)
+	return v == "0" || (strings.HasPrefix(v, "0.") && strings.Trim(v[2:], "0") == "" && len(v) <= 5)
 }
 
 func writeGzip(w http.ResponseWriter, body []byte) {
