@@ -80,6 +80,10 @@ type Log struct {
 	// failed is set when a write failed; every later Append is refused,
 	// because the store's state is then unknown. Guarded by mu.
 	failed error
+	// pendingEv holds the keys of evidence applied to Pebble, which makes it
+	// visible to reads, but whose batch is not yet known to be synced;
+	// Evidence serves none of them. Guarded by mu.
+	pendingEv map[string]struct{}
 
 	// tip is the newest head applied to Pebble, possibly not yet synced;
 	// tiles is the tree at tip and ids the filter of its label ids. All

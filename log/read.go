@@ -120,12 +120,25 @@ func (l *Log) LabelIndex(id string) (uint64, error) {
 	return i, nil
 }
 
-// Evidence returns the body of kind stored under sri.
+// Evidence returns the body of kind stored under sri, once it is durable.
 func (l *Log) Evidence(kind, sri string) ([]byte, error) {
 	if !evidenceKinds[kind] {
 		return nil, ErrNotFound
 	}
-	return getValue(l.db, evidenceKey(kind, sri))
+	key := evidenceKey(kind, sri)
+	v, err := getValue(l.db, key)
+	if err != nil {
+		return nil, err
+	}
+	// Checked after the read: a body visible to it was marked pending before
+	// it became visible, and is unmarked only once its batch is synced.
+	l.mu.RLock()
+	_, pending := l.pendingEv[string(key)]
+	l.mu.RUnlock()
+	if pending {
+		return nil, ErrNotFound
+	}
+	return v, nil
 }
 
 func (l *Log) readTile(level int, n uint64) ([]byte, error) {

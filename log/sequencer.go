@@ -193,6 +193,7 @@ type pendingBatch struct {
 	bundle []byte // the partial entry bundle after this batch
 	firsts []uint64
 	errs   []error
+	evKeys []string // evidence keys first written by this batch
 }
 
 // apply stages and applies one batch, advancing the sequencer's tip. On a
@@ -209,6 +210,7 @@ func (l *Log) apply(batch []*appendReq) *pendingBatch {
 	rec, err := l.newHead(p.tiles, l.tip.Seq+1)
 	if err == nil {
 		l.putHead(p.b, rec)
+		l.markPending(p.evKeys) // before the batch becomes visible
 		err = l.db.ApplyNoSyncWait(p.b, pebble.Sync)
 	}
 	if err != nil {
@@ -243,6 +245,9 @@ func (l *Log) publish(staged <-chan *pendingBatch, synced chan<- struct{}) {
 		}
 		l.mu.Lock()
 		l.latest = *p.rec
+		for _, k := range p.evKeys {
+			delete(l.pendingEv, k)
+		}
 		l.mu.Unlock()
 		for i, req := range p.reqs {
 			req.done <- appendResult{first: p.firsts[i], head: p.rec.Head, err: p.errs[i]}
@@ -256,6 +261,22 @@ func (l *Log) fail(err error) {
 	if l.failed == nil {
 		l.failed = fmt.Errorf("log stopped after a failed write: %w", err)
 		l.logger.Error("writing batch", "err", err)
+	}
+}
+
+// markPending hides evidence keys from Evidence until publish sees their
+// batch synced; after a failed write they stay hidden.
+func (l *Log) markPending(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pendingEv == nil {
+		l.pendingEv = map[string]struct{}{}
+	}
+	for _, k := range keys {
+		l.pendingEv[k] = struct{}{}
 	}
 }
 
@@ -321,7 +342,12 @@ func (l *Log) stage(p *pendingBatch, batch []*appendReq) ([]uint64, []error) {
 			}
 		}
 		for _, e := range req.ev {
-			_ = b.Set(evidenceKey(e.Kind, SRI(e.Body)), e.Body, nil)
+			key := evidenceKey(e.Kind, SRI(e.Body))
+			if _, err := getValue(l.db, key); err == nil {
+				continue // stored already (and pending, if not yet durable)
+			}
+			_ = b.Set(key, e.Body, nil)
+			p.evKeys = append(p.evKeys, string(key))
 		}
 	}
 	if len(p.bundle) > 0 {
