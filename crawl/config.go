@@ -10,6 +10,7 @@ import (
 
 	"github.com/histor-observer/histor/crawl/guard"
 	"github.com/histor-observer/histor/crawl/registry"
+	"github.com/histor-observer/histor/crawl/scan"
 )
 
 // Defaults of Config.
@@ -37,11 +38,13 @@ type Config struct {
 	// Workers is how many observations run at once. Default 12 (HISTOR's).
 	Workers int
 	// PerHost is the most connections to one host name at any moment.
-	// Default 2; the guard enforces it, and the scheduler never hands a
-	// worker a target whose host is already at the bound.
+	// Default 2, and at least 2: a legacy HTTP+SSE observation holds two (its
+	// event stream and its POSTs). The guard enforces it, and the scheduler
+	// never hands a worker a target whose host is already at the bound.
 	PerHost int
 	// ContinuityGap is the least time between two links of a target's label
-	// chain. Default 20h (MTL/1's continuity interval).
+	// chain. Default 20h, which is also the least allowed: MTL/1 continuity
+	// compares observations at least 20 hours apart.
 	ContinuityGap time.Duration
 	// AllowPrivateTargets also permits http:// and loopback or private
 	// addresses. For tests and local demos only; New logs it loudly.
@@ -68,6 +71,10 @@ type Config struct {
 	MaxPages         int
 	MaxSSEEventBytes int
 	MaxJSONDepth     int
+	// ScanLimits bound the pattern scan (bytes per text, per tool and in all,
+	// matches); a scan stopped by one yields an inconclusive label with
+	// reason HISTOR-SCAN-001. Zero takes scan.DefaultLimits.
+	ScanLimits scan.Limits
 	// Batch is the most observations whose labels go into one log append.
 	// Default 256.
 	Batch int
@@ -104,8 +111,17 @@ func (c *Config) validate() error {
 	if c.Deadline == 0 {
 		c.Deadline = DefaultDeadline
 	}
-	if c.Workers < 1 || c.PerHost < 1 || c.Batch < 1 || c.ContinuityGap < 0 || c.Deadline < 0 {
-		return errors.New("crawl config: workers, per-host, batch, continuity gap and deadline must be positive")
+	if c.ScanLimits == (scan.Limits{}) {
+		c.ScanLimits = scan.DefaultLimits
+	}
+	if c.Workers < 1 || c.Batch < 1 || c.Deadline < 0 {
+		return errors.New("crawl config: workers, batch and deadline must be positive")
+	}
+	if c.PerHost < 2 {
+		return fmt.Errorf("crawl config: per-host %d: a legacy SSE observation needs 2 connections to one host", c.PerHost)
+	}
+	if c.ContinuityGap < DefaultContinuityGap {
+		return fmt.Errorf("crawl config: continuity gap %v is under MTL/1's %v", c.ContinuityGap, DefaultContinuityGap)
 	}
 	if c.Version == "" {
 		c.Version = "dev"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -19,6 +20,7 @@ import (
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/registry/registrytest"
+	"github.com/histor-observer/histor/crawl/scan"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/mtl"
 )
@@ -488,5 +490,47 @@ func TestDeadlineCoversResolution(t *testing.T) {
 	}
 	if sum.ByStatus["timeout"] != 1 {
 		t.Fatalf("statuses %v, want one timeout", sum.ByStatus)
+	}
+}
+
+// A pattern scan stopped by a bound never passes: text it did not read could
+// hold anything, so the label is inconclusive and says why.
+func TestTruncatedScanIsInconclusive(t *testing.T) {
+	srv := serve(t, stateless(toolServer(baseTools)))
+	reg := registrytest.Server(t, []registrytest.Entry{
+		{Name: "io.example/weather", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: srv.URL + "/mcp"}}},
+	})
+	for _, tc := range []struct {
+		limits  scan.Limits
+		verdict string
+	}{
+		{scan.Limits{}, awr.VerdictPass},
+		{scan.Limits{BytesPerText: 8, BytesPerTool: 1 << 10, BytesTotal: 1 << 20, MatchesPerTool: 8, MatchesTotal: 8, SchemaDepth: 8, HitsPerRule: 4}, awr.VerdictInconclusive},
+	} {
+		e := newEnv(t)
+		e.run(t, e.crawler(t, reg.URL, func(c *crawl.Config) { c.ScanLimits = tc.limits }))
+		scans := byMethod(e.labels(t), awr.MethodPatternScan)
+		if len(scans) != 1 || scans[0].verdict != tc.verdict {
+			t.Fatalf("limits %+v: scan labels %v, want one %s", tc.limits, scans, tc.verdict)
+		}
+		reasons, _ := scans[0].subject["mcpTrustLabel"].(map[string]any)["reasons"].([]any)
+		if truncated := tc.verdict == awr.VerdictInconclusive; truncated != (len(reasons) == 1) ||
+			truncated && reasons[0].(map[string]any)["code"] != crawl.ReasonScanTruncated {
+			t.Fatalf("limits %+v: reasons %v", tc.limits, reasons)
+		}
+	}
+}
+
+func TestConfigRefusesUnsafeBounds(t *testing.T) {
+	e := newEnv(t)
+	for name, edit := range map[string]func(*crawl.Config){
+		"one connection per host":  func(c *crawl.Config) { c.PerHost = 1 },
+		"continuity gap under 20h": func(c *crawl.Config) { c.ContinuityGap = 19 * time.Hour },
+	} {
+		cfg := crawl.Config{Registry: "http://127.0.0.1:1", AllowPrivateTargets: true, Logger: slog.New(slog.DiscardHandler)}
+		edit(&cfg)
+		if _, err := crawl.New(cfg, e.log, e.key, e.did, e.st, nil); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

@@ -16,6 +16,10 @@ import (
 	"github.com/histor-observer/histor/log/canon"
 )
 
+// ReasonScanTruncated makes a pattern-scan label inconclusive when a bound of
+// the scan (bytes per text, per tool or in all; matches) stopped it.
+const ReasonScanTruncated = "HISTOR-SCAN-001"
+
 // instructionsTool stands in the label's "tool" member for a match in the
 // server's instructions, which belong to no tool; MTL/1 requires the member.
 const instructionsTool = "(instructions)"
@@ -27,7 +31,11 @@ func (j *crawlJob) scanLabels(p *prepared, t registry.Target, in awr.LabelInput,
 	scanIn := in
 	scanIn.Reasons = nil
 	scanIn.PatternSet = awr.Ref{ID: ps.ID(), DigestSRI: ps.Digest()}
-	for _, m := range scan.Scan(ps, tools, instructions) {
+	res := scan.ScanWith(ps, tools, instructions, j.c.cfg.ScanLimits)
+	if res.Truncated {
+		scanIn.Reasons = []awr.Reason{{Code: ReasonScanTruncated, Detail: "a scan bound was reached: some text went unscanned or some matches were not listed"}}
+	}
+	for _, m := range res.Matches {
 		tool := m.Tool
 		if tool == "" {
 			tool = instructionsTool

@@ -218,6 +218,9 @@ func TestVerdictRules(t *testing.T) {
 		{"scan pass with a match", MethodPatternScan, VerdictPass, func(in *LabelInput) {
 			in.PatternMatches = []PatternMatch{{Code: "X", Severity: "low", Tier: "advise", Tool: "t", Where: "name"}}
 		}},
+		{"scan pass over unread text", MethodPatternScan, VerdictPass, func(in *LabelInput) {
+			in.Reasons = []Reason{{Code: "HISTOR-SCAN-001", Detail: "a scan bound was reached"}}
+		}},
 		{"continuity pass on change", MethodContinuity, VerdictPass, func(in *LabelInput) { in.Subject.DigestSRI = otherSRI }},
 		{"continuity fail without digest", MethodContinuity, VerdictFail, func(in *LabelInput) { in.ToolSet.DigestSRI = "" }},
 		{"observation pass without digest", MethodObservation, VerdictPass, func(in *LabelInput) {

@@ -52,8 +52,10 @@ func buildObservation(in LabelInput) (string, map[string]any, []any, error) {
 	return VerdictPass, d, baseEvidence(in), nil
 }
 
-// buildPatternScan: pass iff nothing matched, otherwise inconclusive with
-// every match and its tier (PROFILE §7.3). Never fail.
+// buildPatternScan: pass iff nothing matched and the whole text was scanned,
+// otherwise inconclusive with every match and its tier (PROFILE §7.3), and
+// with reasons when a bound stopped the scan: a label never passes over text
+// that was not read. Never fail.
 func buildPatternScan(in LabelInput) (string, map[string]any, []any, error) {
 	if err := checkSetRef("patternSet", in.PatternSet); err != nil {
 		return "", nil, nil, err
@@ -70,8 +72,11 @@ func buildPatternScan(in LabelInput) (string, map[string]any, []any, error) {
 	d := baseDetail(in, scopeScan)
 	d["patternSet"] = in.PatternSet.json()
 	d["patternMatches"] = matches
+	if len(in.Reasons) > 0 {
+		d["reasons"] = reasonsJSON(in.Reasons)
+	}
 	ev := append(baseEvidence(in), evidenceEntry("mtl-pattern-set", in.PatternSet.DigestSRI))
-	return passUnless(len(matches) > 0), d, ev, nil
+	return passUnless(len(matches) > 0 || len(in.Reasons) > 0), d, ev, nil
 }
 
 // buildNameThreat: pass iff no record matched, otherwise inconclusive
