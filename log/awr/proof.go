@@ -3,6 +3,7 @@ package awr
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -58,10 +59,12 @@ func Sign(doc map[string]any, key ed25519.PrivateKey, created time.Time) ([]byte
 
 // normalize turns any JSON-marshalable map into the tree canon.Parse would
 // give for its canonical bytes, so signing and verifying see the same values.
+// Parsing encoding/json's output strictly is enough: canonical bytes parse to
+// the same tree, so there is no need to encode and parse twice.
 func normalize(doc map[string]any) (map[string]any, error) {
-	b, err := canon.Marshal(doc)
+	b, err := json.Marshal(doc)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encoding json: %w", err)
 	}
 	v, err := canon.Parse(b)
 	if err != nil {
