@@ -18,6 +18,10 @@ import (
 
 const everythingPkg = "@modelcontextprotocol/server-everything"
 
+// everythingVersion is the release the tests pin (scripts/test installs the
+// same one), so a new upstream release cannot change what they observe.
+const everythingVersion = "2026.8.31"
+
 // TestServerEverything observes the reference TypeScript server from npm in
 // its streamable-HTTP and legacy SSE modes: same tools, same digest, and
 // only read-only methods sent (checked through a recording proxy).
@@ -77,7 +81,7 @@ func everythingEntry(t *testing.T) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "npm", "install", "--silent", "--no-audit", "--no-fund",
-		"--prefix", dir, everythingPkg).CombinedOutput()
+		"--prefix", dir, everythingPkg+"@"+everythingVersion).CombinedOutput()
 	if err != nil {
 		t.Skipf("npm registry unreachable, cannot install %s: %v: %.300s", everythingPkg, err, out)
 	}
