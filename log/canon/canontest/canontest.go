@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// CanonicalizeModule returns the directory of the canonicalize@2 package:
+// CanonicalizeModule returns the directory of the canonicalize@2.1.0 package:
 // from $HISTOR_NPM_DIR/node_modules if it is there, else installed with
 // npm into a directory private to the test. It skips the test, saying why,
 // when node is missing or npm cannot reach its registry.
@@ -27,9 +27,9 @@ func CanonicalizeModule(t testing.TB) string {
 		}
 	}
 	prefix := t.TempDir()
-	cmd := exec.Command("npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", prefix, "canonicalize@2")
+	cmd := exec.Command("npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", prefix, "canonicalize@2.1.0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("npm could not install canonicalize@2 (registry unreachable?): %v\n%s", err, out)
+		t.Skipf("npm could not install canonicalize@2.1.0 (registry unreachable?): %v\n%s", err, out)
 	}
 	return filepath.Join(prefix, "node_modules", "canonicalize")
 }
