@@ -170,7 +170,13 @@ func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
 func (c *Crawler) run(ctx context.Context) (*Summary, error) {
 	sum := newSummary(c.cfg.Now())
 	res, err := c.harvest(ctx)
-	if res == nil {
+	if res == nil || !res.Complete {
+		var kerr error
+		if res, kerr = c.withKnown(res); kerr != nil {
+			return sum, kerr
+		}
+	}
+	if len(res.Targets) == 0 {
 		sum.finish(c.cfg.Now())
 		return sum, err
 	}
@@ -214,6 +220,29 @@ func (c *Crawler) harvest(ctx context.Context) (*registry.Result, error) {
 		c.logger.Warn("registry harvest incomplete; crawling what was read, delisting nothing", "error", err)
 	}
 	return res, err
+}
+
+// withKnown adds to an incomplete (or failed) harvest every listed target an
+// earlier harvest found and this one did not reach, so that every target
+// still gets a status on this crawl. An incomplete harvest delists nothing.
+func (c *Crawler) withKnown(res *registry.Result) (*registry.Result, error) {
+	known, err := c.st.Targets()
+	if err != nil {
+		return res, fmt.Errorf("reading known targets: %w", err)
+	}
+	if res == nil {
+		res = &registry.Result{}
+	}
+	have := make(map[string]bool, len(res.Targets))
+	for _, t := range res.Targets {
+		have[t.ID] = true
+	}
+	for _, t := range known {
+		if !t.Delisted && !have[t.ID] {
+			res.Targets = append(res.Targets, t.Target)
+		}
+	}
+	return res, nil
 }
 
 // syncTargets stores the harvested targets (keeping each one's last status

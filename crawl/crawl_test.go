@@ -264,6 +264,15 @@ func TestDelistOnlyAfterCompleteHarvest(t *testing.T) {
 	if delisted() {
 		t.Fatal("an incomplete harvest delisted a target")
 	}
+	// Page 1 lists a; page 2 (z) fails; b, known from before, is still observed.
+	if sum.Targets != 2 || sum.ByStatus["ok"] != 2 {
+		t.Fatalf("incomplete harvest: %d targets, statuses %v; want a and b observed", sum.Targets, sum.ByStatus)
+	}
+	down := registrytest.ServerWith(t, nil, registrytest.Config{FailAlways: 1})
+	sum, err = e.crawler(t, down.URL, nil).Run(t.Context())
+	if err == nil || sum == nil || sum.Targets != 2 || sum.ByStatus["ok"] != 2 {
+		t.Fatalf("registry down: summary %+v, error %v; want the two known targets observed and an error", sum, err)
+	}
 	e.run(t, e.crawler(t, registrytest.Server(t, []registrytest.Entry{a}).URL, nil))
 	if !delisted() {
 		t.Fatal("a complete harvest without the target did not delist it")
