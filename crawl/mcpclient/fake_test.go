@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,8 @@ type fake struct {
 	tools func(w http.ResponseWriter, id int64, cursor string)
 	// session is sent as Mcp-Session-Id on the initialize answer, if set.
 	session string
+	// discoverStatus is the HTTP status server/discover gets (default 404).
+	discoverStatus int
 	// deleted counts DELETE requests carrying the session.
 	deleted int
 	// seenSession records the Mcp-Session-Id and MCP-Protocol-Version of the
@@ -51,7 +54,7 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, _ := in.ID.Int64()
 	switch in.Method {
 	case methodDiscover:
-		http.NotFound(w, r)
+		http.Error(w, "no such method", cmp.Or(f.discoverStatus, http.StatusNotFound))
 	case methodInitialize:
 		if f.session != "" {
 			w.Header().Set("Mcp-Session-Id", f.session)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 )
 
@@ -60,7 +61,7 @@ func (c *Client) discover(ctx context.Context, cn *streamConn, version string, m
 	r, err := cn.call(ctx, 1, methodDiscover, map[string]any{"_meta": meta}, c.cfg.MaxResponseBytes)
 	var he *httpStatusError
 	if errors.As(err, &he) {
-		if he.code != 400 && he.code != 404 && he.code != 405 {
+		if !legacyAnswer(he.code) {
 			return nil, "", err
 		}
 		v, _, perr := c.parseMessage(he.body)
@@ -88,6 +89,21 @@ func (c *Client) discover(ctx context.Context, cn *streamConn, version string, m
 		return nil, next, nil
 	}
 	return nil, "", &fallbackError{reason: "server/discover lists no modern version"}
+}
+
+// legacyAnswer says whether an HTTP error status to server/discover may be
+// a handshake-era server refusing a method it does not know. Servers answer
+// that with 400, 404, 405, 406, 415 or even 500; only answers that would
+// stop the legacy lifecycle just the same (credentials, proxy credentials,
+// rate limiting) end the observation here, so a legacy server is never
+// recorded as http-5xx where HISTOR, which speaks only the legacy protocol,
+// would have observed it.
+func legacyAnswer(code int) bool {
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired, http.StatusTooManyRequests:
+		return false
+	}
+	return code >= 400 && code <= 599
 }
 
 // discoverError decides what a JSON-RPC error to server/discover means: a

@@ -242,3 +242,19 @@ func TestClassifyHook(t *testing.T) {
 		t.Errorf("closed port: status %s (%s), want connect", obs.Status, obs.Detail)
 	}
 }
+
+// TestLegacyFallbackOnDiscoverErrors: a handshake-era server may refuse the
+// unknown server/discover with any 4xx or 5xx; it is still observed through
+// the legacy lifecycle, except when the refusal would stop that too.
+func TestLegacyFallbackOnDiscoverErrors(t *testing.T) {
+	for code, want := range map[int]string{
+		400: StatusOK, 404: StatusOK, 405: StatusOK, 406: StatusOK, 415: StatusOK, 500: StatusOK, 502: StatusOK,
+		401: "http-401", 403: "http-403", 429: "http-429",
+	} {
+		f := &fake{tools: manyTools(2), discoverStatus: code}
+		obs := observe(t, testClient(Config{}), serve(t, f).URL, StreamableHTTP)
+		if obs.Status != want || (want == StatusOK && obs.Era != EraLegacyStreamable) {
+			t.Errorf("server/discover answered %d: status %s (%s), era %s; want %s", code, obs.Status, obs.Detail, obs.Era, want)
+		}
+	}
+}
