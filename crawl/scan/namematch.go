@@ -69,11 +69,56 @@ type NameIndex struct {
 	seg   []string // lower-cased last segment
 	full  map[string][]int32
 
-	skels    [][]rune            // distinct last-segment skeletons
-	skelOf   map[string]int32    // skeleton → index in skels
-	skelName [][]int32           // names per skeleton, in name order
-	skelNS   []string            // the one namespace of a skeleton's names, or "" when they have several
-	parts    map[partKey][]int32 // → skeleton indexes
+	skels    [][]rune         // distinct last-segment skeletons
+	skelOf   map[string]int32 // skeleton → index in skels
+	skelName [][]int32        // names per skeleton, in name order
+	skelNS   []string         // the one namespace of a skeleton's names, or "" when they have several
+	parts    map[partKey]*partList
+}
+
+// partList holds the skeletons that share one part. Skeletons whose names
+// all belong to one namespace are kept apart by namespace, so a query skips
+// its own namespace's skeletons (never lookalikes of it) in one step
+// instead of walking them: one owner's thousands of near-identical names
+// would otherwise make every one of its queries walk them all.
+type partList struct {
+	shared []int32  // skeletons of several namespaces, in name order
+	ns     []string // single-namespace buckets, sorted by namespace
+	byNS   [][]int32
+}
+
+func (p *partList) add(ns string, sid int32) {
+	if ns == "" {
+		p.shared = append(p.shared, sid)
+		return
+	}
+	i, ok := slices.BinarySearch(p.ns, ns)
+	if !ok {
+		p.ns = slices.Insert(p.ns, i, ns)
+		p.byNS = slices.Insert(p.byNS, i, nil)
+	}
+	p.byNS[i] = append(p.byNS[i], sid)
+}
+
+// each calls f for every skeleton of the list outside namespace skip, in a
+// fixed order, until f returns false.
+func (p *partList) each(skip string, f func(sid int32) bool) bool {
+	for _, sid := range p.shared {
+		if !f(sid) {
+			return false
+		}
+	}
+	for i, ns := range p.ns {
+		if ns == skip {
+			continue
+		}
+		for _, sid := range p.byNS[i] {
+			if !f(sid) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 type partKey struct {
@@ -83,7 +128,7 @@ type partKey struct {
 
 // NewNameIndex indexes registry names.
 func NewNameIndex(names []string) *NameIndex {
-	x := &NameIndex{full: map[string][]int32{}, skelOf: map[string]int32{}, parts: map[partKey][]int32{}}
+	x := &NameIndex{full: map[string][]int32{}, skelOf: map[string]int32{}, parts: map[partKey]*partList{}}
 	order := make([]int32, len(names))
 	for i, n := range names {
 		ns, seg := splitName(n)
@@ -95,7 +140,28 @@ func NewNameIndex(names []string) *NameIndex {
 	for _, id := range order {
 		x.addSkeleton(skeleton(lastSegment(names[id])), id)
 	}
+	for sid, rs := range x.skels {
+		x.addParts(rs, int32(sid))
+	}
 	return x
+}
+
+// addParts files a skeleton under its three parts, once its names (and so
+// whether they share one namespace) are all known.
+func (x *NameIndex) addParts(rs []rune, sid int32) {
+	if len(rs) < minEditLen || len(rs) > maxEditLen {
+		return
+	}
+	for i := range 3 {
+		a, b := part(len(rs), i)
+		k := partKey{len(rs), i, string(rs[a:b])}
+		p := x.parts[k]
+		if p == nil {
+			p = &partList{}
+			x.parts[k] = p
+		}
+		p.add(x.skelNS[sid], sid)
+	}
 }
 
 func (x *NameIndex) addSkeleton(sk string, id int32) {
@@ -107,13 +173,6 @@ func (x *NameIndex) addSkeleton(sk string, id int32) {
 		x.skels = append(x.skels, rs)
 		x.skelName = append(x.skelName, nil)
 		x.skelNS = append(x.skelNS, x.ns[id])
-		if len(rs) >= minEditLen && len(rs) <= maxEditLen {
-			for i := range 3 {
-				a, b := part(len(rs), i)
-				k := partKey{len(rs), i, string(rs[a:b])}
-				x.parts[k] = append(x.parts[k], sid)
-			}
-		}
 	}
 	x.skelName[sid] = append(x.skelName[sid], id)
 	if x.skelNS[sid] != x.ns[id] {
@@ -221,18 +280,26 @@ func (x *NameIndex) nearSegments(q []rune, ns string) map[int32]int {
 			lo := max(a-i, a+delta-(maxTau-i), 0)
 			hi := min(a+i, a+delta+(maxTau-i), len(q)-(b-a))
 			for s := lo; s <= hi; s++ {
-				for _, sid := range x.parts[partKey{n, i, string(q[s : s+b-a])}] {
-					if tried[sid] || (ns != "" && x.skelNS[sid] == ns) {
-						continue
+				p := x.parts[partKey{n, i, string(q[s : s+b-a])}]
+				if p == nil {
+					continue
+				}
+				full := !p.each(ns, func(sid int32) bool {
+					if tried[sid] {
+						return true
 					}
 					if len(tried) == maxCandidates {
-						return out
+						return false
 					}
 					tried[sid] = true
 					thr := threshold(len(q), len(x.skels[sid]))
 					if d := bandDistance(q, x.skels[sid], thr, scratch); d <= thr {
 						out[sid] = d
 					}
+					return true
+				})
+				if full {
+					return out
 				}
 			}
 		}
