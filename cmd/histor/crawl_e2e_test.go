@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -57,21 +55,7 @@ func TestServeCrawlsAtStart(t *testing.T) {
 		t.Skip("starts a real node process; skipped under -short")
 	}
 	reg := crawlFixture(t)
-	s := &server{addr: freeAddr(t), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
-	s.cmd = exec.Command(bin, "serve", "--data", t.TempDir(), "--http", s.addr, "--crawl-interval", "1h",
-		"--registry", reg, "--allow-private-targets")
-	s.cmd.Env = cleanEnv()
-	s.cmd.Stderr = s.stderr
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.done <- s.cmd.Wait() }()
-	t.Cleanup(func() {
-		if s.cmd.ProcessState == nil {
-			s.cmd.Process.Kill()
-			<-s.done
-		}
-	})
+	s := startServe(t, t.TempDir(), "--crawl-interval", "1h", "--registry", reg, "--allow-private-targets")
 	s.waitHealthy(t)
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -220,10 +220,16 @@ type server struct {
 	done   chan error
 }
 
-func startServe(t *testing.T, data string) *server {
+// startServe starts `histor serve` over data with the test origin and, unless
+// flags set it, no crawl.
+func startServe(t *testing.T, data string, flags ...string) *server {
 	t.Helper()
 	s := &server{addr: freeAddr(t), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
-	s.cmd = exec.Command(bin, "serve", "--data", data, "--http", s.addr, "--origin", "e2e.example/log", "--crawl-interval", "0")
+	if len(flags) == 0 {
+		flags = []string{"--crawl-interval", "0"}
+	}
+	args := append([]string{"serve", "--data", data, "--http", s.addr, "--origin", "e2e.example/log"}, flags...)
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.Env = cleanEnv()
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
