@@ -2,15 +2,15 @@ package log
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/histor-observer/histor/log/keys"
 )
 
 // maxCheckpointBytes bounds ParseCheckpoint's input; a checkpoint with a
@@ -29,40 +29,9 @@ func (c Checkpoint) text() string {
 	return fmt.Sprintf("%s\n%d\n%s\n", c.Origin, c.Size, base64.StdEncoding.EncodeToString(c.Root[:]))
 }
 
-// ed25519Signer signs notes with an ed25519.PrivateKey held in memory; the
-// sumdb helpers only take the PRIVATE+KEY string form.
-type ed25519Signer struct {
-	name string
-	hash uint32
-	key  ed25519.PrivateKey
-}
-
-func newNoteSigner(name string, key ed25519.PrivateKey) note.Signer {
-	pub := key.Public().(ed25519.PublicKey)
-	return &ed25519Signer{name: name, hash: noteKeyHash(name, pub), key: key}
-}
-
-// noteKeyHash is the signed-note key ID for an Ed25519 key (type byte 0x01).
-func noteKeyHash(name string, pub ed25519.PublicKey) uint32 {
-	h := sha256.New()
-	h.Write([]byte(name + "\n"))
-	h.Write([]byte{0x01})
-	h.Write(pub)
-	return binary.BigEndian.Uint32(h.Sum(nil))
-}
-
-func (s *ed25519Signer) Name() string                    { return s.name }
-func (s *ed25519Signer) KeyHash() uint32                 { return s.hash }
-func (s *ed25519Signer) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(s.key, msg), nil }
-
-// VerifierKey returns the signed-note verifier key (vkey) of a log.
-func VerifierKey(origin string, pub ed25519.PublicKey) (string, error) {
-	return note.NewEd25519VerifierKey(origin, pub)
-}
-
 // NewVerifier returns the note verifier for a log's checkpoints.
 func NewVerifier(origin string, pub ed25519.PublicKey) (note.Verifier, error) {
-	vkey, err := VerifierKey(origin, pub)
+	vkey, err := keys.NoteVerifierKey(origin, pub)
 	if err != nil {
 		return nil, fmt.Errorf("making verifier key: %w", err)
 	}

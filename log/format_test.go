@@ -18,7 +18,7 @@ func testHead(t testing.TB) (sth, checkpoint []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := signCheckpoint(newNoteSigner(testOrigin, testKey()), Checkpoint{Origin: testOrigin, Size: 2, Root: root})
+	cp, err := signCheckpoint(mustNoteSigner(t, testOrigin, testKey()), Checkpoint{Origin: testOrigin, Size: 2, Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestCheckpointShapeAndStrictness(t *testing.T) {
 		t.Fatalf("checkpoint:\n%s", cp)
 	}
 	// Bodies that must be refused even when correctly signed.
-	signer := newNoteSigner(testOrigin, testKey())
+	signer := mustNoteSigner(t, testOrigin, testKey())
 	for name, body := range map[string]string{
 		"extension line": text + "\nextra\n",
 		"leading zero":   strings.Replace(text, "\n2\n", "\n02\n", 1) + "\n",

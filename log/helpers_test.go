@@ -10,6 +10,10 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/histor-observer/histor/log/keys"
 )
 
 // testDID is the did:key of the Ed25519 key from seed bytes 0..31, the
@@ -96,4 +100,13 @@ func (l *Log) latestSeq() uint64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.latest.Seq
+}
+
+func mustNoteSigner(t testing.TB, origin string, key ed25519.PrivateKey) note.Signer {
+	t.Helper()
+	s, err := keys.NoteSigner(origin, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/histor-observer/histor/log/keys"
 )
 
 // Config is everything Open needs.
@@ -105,7 +107,9 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if l.verifier, err = NewVerifier(cfg.Origin, cfg.Key.Public().(ed25519.PublicKey)); err != nil {
 		return nil, fmt.Errorf("opening log: %w", err)
 	}
-	l.signer = newNoteSigner(cfg.Origin, cfg.Key)
+	if l.signer, err = keys.NoteSigner(cfg.Origin, cfg.Key); err != nil {
+		return nil, fmt.Errorf("opening log: %w", err)
+	}
 	if l.db, l.cache, err = openPebble(cfg.Dir, cfg.CacheBytes, l.logger, false); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/canon"
 )
 
@@ -56,12 +57,6 @@ type sthDoc struct {
 	Signature sthSignature `json:"signature"`
 }
 
-// VerificationMethod returns HISTOR's verification method for a did:key: the
-// DID, "#", and the DID's last colon-separated part.
-func VerificationMethod(did string) string {
-	return did + "#" + did[strings.LastIndexByte(did, ':')+1:]
-}
-
 // canonicalJSON marshals v and returns its RFC 8785 form (AWR/2 rules).
 func canonicalJSON(v any) ([]byte, error) { return canon.Marshal(v) }
 
@@ -86,7 +81,7 @@ func signSTH(key ed25519.PrivateKey, did string, size uint64, root [32]byte, t t
 	}
 	doc := sthDoc{sthBody: s.body(), Signature: sthSignature{
 		Alg:                "Ed25519",
-		VerificationMethod: VerificationMethod(did),
+		VerificationMethod: awr.VerificationMethod(did),
 		Value:              base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, msg)),
 	}}
 	return canonicalJSON(doc)
@@ -174,7 +169,7 @@ func (s *STH) parseSignature(v any) error {
 	if alg, _ := m["alg"].(string); alg != "Ed25519" {
 		return errors.New("alg is not Ed25519")
 	}
-	if s.VerificationMethod, ok = m["verificationMethod"].(string); !ok || s.VerificationMethod != VerificationMethod(s.Log) {
+	if s.VerificationMethod, ok = m["verificationMethod"].(string); !ok || s.VerificationMethod != awr.VerificationMethod(s.Log) {
 		return errors.New("verificationMethod does not name the log's key")
 	}
 	value, _ := m["value"].(string)

@@ -35,7 +35,7 @@ func TestTilesOfAHugeClaimedTree(t *testing.T) {
 		did, hex.EncodeToString(root[:]), uint64(size), hlog.STHType)
 	sig := base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, []byte(body)))
 	sth := fmt.Sprintf(`%s,"signature":{"alg":"Ed25519","value":%q,"verificationMethod":%q}}`,
-		body[:len(body)-1], sig, hlog.VerificationMethod(did))
+		body[:len(body)-1], sig, awr.VerificationMethod(did))
 	signer, err := keys.NoteSigner(origin, key)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/histor-observer/histor/log/keys"
 )
 
 // tiles reads the whole tree through the C2SP endpoints under /log/ and checks it with the
@@ -52,7 +54,7 @@ func (a *auditor) checkpoint(ctx context.Context, iss *issuerDoc) (torchwood.Che
 	if iss.Origin == "" {
 		return cp, incomplete("reading /api/v1/issuer", fmt.Errorf("the log names no checkpoint origin"))
 	}
-	vkey, err := note.NewEd25519VerifierKey(iss.Origin, iss.pub)
+	vkey, err := keys.NoteVerifierKey(iss.Origin, iss.pub)
 	if err != nil {
 		return cp, incomplete("deriving the note key", fmt.Errorf("origin %q: %w", iss.Origin, err))
 	}
