@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -194,5 +195,34 @@ func TestAppendAfterClose(t *testing.T) {
 	}
 	if _, err := l.SignHead(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("SignHead after Close: %v", err)
+	}
+}
+
+// TestEachEntry visits a range across bundle boundaries in order, with the
+// right index for each label, and stops at the callback's first error.
+func TestEachEntry(t *testing.T) {
+	l := openTest(t, testConfig(t.TempDir()))
+	appendN(t, l, 0, 600)
+	next := uint64(250)
+	err := l.EachEntry(250, 530, func(i uint64, label []byte) error {
+		if i != next || !bytes.Equal(label, testEntry(int(i)).Label) {
+			return fmt.Errorf("visited %d (%q), want %d", i, label, next)
+		}
+		next++
+		return nil
+	})
+	if err != nil || next != 530 {
+		t.Fatalf("EachEntry [250, 530): stopped at %d: %v", next, err)
+	}
+	stop := errors.New("enough")
+	calls := 0
+	err = l.EachEntry(0, 600, func(uint64, []byte) error {
+		if calls++; calls == 300 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || calls != 300 {
+		t.Fatalf("after the callback's error: %d calls, %v", calls, err)
 	}
 }

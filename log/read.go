@@ -50,7 +50,7 @@ func (l *Log) Entry(index uint64) ([]byte, error) {
 	if index >= l.Size() {
 		return nil, ErrNotFound
 	}
-	out, err := l.scanEntries(index, index+1)
+	out, err := l.Entries(index, index+1)
 	if err != nil {
 		return nil, err
 	}
@@ -60,47 +60,62 @@ func (l *Log) Entry(index uint64) ([]byte, error) {
 // Entries returns the labels [start, end); end must not pass Size and the
 // range must not exceed MaxRange.
 func (l *Log) Entries(start, end uint64) ([][]byte, error) {
-	size := l.Size()
-	if start > end || end > size || end-start > MaxRange {
-		return nil, &RangeError{What: fmt.Sprintf("entries [%d, %d) of a log of size %d (at most %d at once)", start, end, size, MaxRange)}
+	out := make([][]byte, 0, min(end-start, MaxRange))
+	err := l.EachEntry(start, end, func(_ uint64, label []byte) error {
+		out = append(out, bytes.Clone(label))
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return l.scanEntries(start, end)
+	return out, nil
 }
 
-// scanEntries reads the bundles holding [start, end) and copies the
-// entries out.
-func (l *Log) scanEntries(start, end uint64) ([][]byte, error) {
-	out := make([][]byte, 0, end-start)
+// EachEntry calls fn with each label of [start, end) in order, stopping at
+// fn's first error. label is only valid during the call: a reader that keeps
+// little of each label holds one entry bundle at a time, not the range.
+// end must not pass Size and the range must not exceed MaxRange.
+func (l *Log) EachEntry(start, end uint64, fn func(index uint64, label []byte) error) error {
+	size := l.Size()
+	if start > end || end > size || end-start > MaxRange {
+		return &RangeError{What: fmt.Sprintf("entries [%d, %d) of a log of size %d (at most %d at once)", start, end, size, MaxRange)}
+	}
 	if start == end {
-		return out, nil
+		return nil
 	}
 	first, last := start/tileWidth, (end-1)/tileWidth
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: bundleKey(first), UpperBound: bundleKey(last + 1)})
 	if err != nil {
-		return nil, fmt.Errorf("reading entries: %w", err)
+		return fmt.Errorf("reading entries: %w", err)
 	}
 	defer it.Close()
-	n := first
-	for ok := it.First(); ok && n <= last; ok, n = it.Next(), n+1 {
+	next := start
+	for ok, n := it.First(), first; ok && n <= last; ok, n = it.Next(), n+1 {
 		what := fmt.Sprintf("entry bundle %d", n)
 		if !bytes.Equal(it.Key(), bundleKey(n)) {
-			return nil, corrupt(what, ErrNotFound)
+			return corrupt(what, ErrNotFound)
 		}
 		v := it.Value()
 		offs, err := bundleSplit(v)
 		if err != nil {
-			return nil, corrupt(what, err)
+			return corrupt(what, err)
 		}
 		for k := range offs {
-			if i := n*tileWidth + uint64(k); i >= start && i < end {
-				out = append(out, bytes.Clone(bundleEntry(v, offs, k)))
+			if i := n*tileWidth + uint64(k); i == next && i < end {
+				if err := fn(i, bundleEntry(v, offs, k)); err != nil {
+					return err
+				}
+				next++
 			}
 		}
 	}
-	if uint64(len(out)) != end-start {
-		return nil, corrupt(fmt.Sprintf("entry %d", start+uint64(len(out))), ErrNotFound)
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("reading entries: %w", err)
 	}
-	return out, it.Error()
+	if next != end {
+		return corrupt(fmt.Sprintf("entry %d", next), ErrNotFound)
+	}
+	return nil
 }
 
 // LabelIndex returns the index of the label with this id.

@@ -16,7 +16,7 @@ type Log interface {
 	Latest() hlog.Head
 	HeadAt(size uint64) (hlog.Head, error)
 	Size() uint64
-	Entries(start, end uint64) ([][]byte, error)
+	EachEntry(start, end uint64, fn func(index uint64, label []byte) error) error
 	Entry(index uint64) ([]byte, error)
 	LabelIndex(id string) (uint64, error)
 	InclusionProof(index, size uint64) ([][32]byte, error)
@@ -98,8 +98,14 @@ func (a *api) routeAPI(w http.ResponseWriter, r *http.Request, p string) {
 	}
 }
 
-// fail writes an error the way HISTOR (FastAPI) does: {"detail": "..."}.
+// fail answers an error from one of the api's handlers.
 func (a *api) fail(w http.ResponseWriter, status int, detail string) {
+	writeDetail(w, status, detail)
+}
+
+// writeDetail answers an error the way HISTOR (FastAPI) does:
+// {"detail": "..."}.
+func writeDetail(w http.ResponseWriter, status int, detail string) {
 	body, _ := json.Marshal(struct {
 		Detail string `json:"detail"`
 	}{detail})

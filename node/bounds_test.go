@@ -16,6 +16,17 @@ import (
 // its address; the node stops when the test ends.
 func startServing(t *testing.T, cfg Config) string {
 	t.Helper()
+	return startServingNode(t, cfg).addr
+}
+
+type servingNode struct {
+	node *Node
+	addr string
+}
+
+// startServingNode is startServing, also returning the node.
+func startServingNode(t *testing.T, cfg Config) servingNode {
+	t.Helper()
 	cfg.DataDir = t.TempDir()
 	nd, err := New(cfg)
 	if err != nil {
@@ -32,7 +43,22 @@ func startServing(t *testing.T, cfg Config) string {
 	done := make(chan struct{})
 	go func() { nd.Serve(ctx, ln); close(done) }()
 	t.Cleanup(func() { cancel(); <-done; nd.Close() })
-	return ln.Addr().String()
+	return servingNode{node: nd, addr: ln.Addr().String()}
+}
+
+// getBody GETs url and returns the response and its whole body.
+func getBody(t *testing.T, url string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
 }
 
 func TestMaxHeaderBytes(t *testing.T) {

@@ -63,6 +63,11 @@ type Config struct {
 	// MaxHeaderBytes bounds a request's header. Default 16 KiB.
 	MaxHeaderBytes int
 
+	// MaxInFlight is the most requests the API works on at once, 1..65536;
+	// one more is answered 503 with Retry-After at once rather than queued.
+	// Default 64.
+	MaxInFlight int
+
 	// CacheBytes is the log's Pebble block cache. Default 64 MiB, which
 	// keeps the tiles of a ten-million-leaf tree's upper levels hot and a
 	// serving node near 100 MiB resident.
@@ -82,12 +87,14 @@ type Config struct {
 
 // Bounds and defaults of Config.
 const (
-	DefaultHTTPAddr   = "127.0.0.1:8080"
-	DefaultLogOrigin  = "histor.local/log"
-	DefaultMaxEntries = 1000
-	MaxMaxEntries     = 1000
-	DefaultCacheBytes = 64 << 20
-	defaultHeaderMax  = 16 << 10
+	DefaultHTTPAddr    = "127.0.0.1:8080"
+	DefaultLogOrigin   = "histor.local/log"
+	DefaultMaxEntries  = 1000
+	MaxMaxEntries      = 1000
+	DefaultCacheBytes  = 64 << 20
+	DefaultMaxInFlight = 64
+	MaxMaxInFlight     = 1 << 16
+	defaultHeaderMax   = 16 << 10
 )
 
 // Validate fills in defaults and reports the first field that is wrong.
@@ -146,6 +153,9 @@ func (c *Config) applyDefaults() {
 	if c.CacheBytes == 0 {
 		c.CacheBytes = DefaultCacheBytes
 	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -165,6 +175,9 @@ func (c *Config) checkLimits() error {
 	}
 	if c.CacheBytes < 0 {
 		return errors.New("config: CacheBytes must not be negative")
+	}
+	if c.MaxInFlight < 1 || c.MaxInFlight > MaxMaxInFlight {
+		return fmt.Errorf("config: MaxInFlight %d is outside 1..%d", c.MaxInFlight, MaxMaxInFlight)
 	}
 	return nil
 }

@@ -199,13 +199,13 @@ func (a *api) serveEntries(w http.ResponseWriter, r *http.Request) {
 	stop := a.entriesStop(start.value, end)
 	rows := make([]entrySummary, 0, stop-start.value)
 	if start.value < stop {
-		labels, err := a.log.Entries(start.value, stop)
+		err := a.log.EachEntry(start.value, stop, func(i uint64, label []byte) error {
+			rows = append(rows, summarize(i, label))
+			return nil
+		})
 		if err != nil {
 			a.internal(w, r, "reading entries", err)
 			return
-		}
-		for i, label := range labels {
-			rows = append(rows, summarize(start.value+uint64(i), label))
 		}
 	}
 	body, err := json.Marshal(struct {

@@ -34,6 +34,12 @@ type Node struct {
 	// api is read on every request, so it is an atomic rather than under mu;
 	// nil before Open and after Close.
 	api atomic.Pointer[api]
+
+	// slots holds one token per request being worked on (MaxInFlight).
+	slots chan struct{}
+	// serving is read-held by every request while it uses the API, and
+	// write-held by Close, so the log is never closed under a request.
+	serving sync.RWMutex
 }
 
 // New validates cfg, creates DataDir if needed and loads the seed, generating
@@ -53,7 +59,7 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Node{cfg: cfg, id: id}, nil
+	return &Node{cfg: cfg, id: id, slots: make(chan struct{}, cfg.MaxInFlight)}, nil
 }
 
 func loadOrGenerateSeed(path string, logger *slog.Logger) (*keys.Seed, error) {
@@ -107,12 +113,23 @@ func (n *Node) Log() *hlog.Log {
 	return n.log
 }
 
-// Handler is the node's HTTP API. Before Open it answers 503 to everything.
+// Handler is the node's HTTP API. Before Open and after Close it answers
+// 503 to everything, and so it does to a request beyond MaxInFlight.
 func (n *Node) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case n.slots <- struct{}{}:
+			defer func() { <-n.slots }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			writeDetail(w, http.StatusServiceUnavailable, fmt.Sprintf("busy: %d requests in flight", cap(n.slots)))
+			return
+		}
+		n.serving.RLock()
+		defer n.serving.RUnlock()
 		h := n.api.Load()
 		if h == nil {
-			http.Error(w, "log not open", http.StatusServiceUnavailable)
+			writeDetail(w, http.StatusServiceUnavailable, "log not open")
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -169,14 +186,18 @@ func (n *Node) server(h http.Handler) *http.Server {
 	}
 }
 
-// Close closes the log. It is safe to call more than once.
+// Close closes the log once the requests still using it have finished (a
+// request's writes are bounded by WriteTimeout); later requests are answered
+// 503. It is safe to call more than once.
 func (n *Node) Close() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.log == nil {
 		return nil
 	}
+	n.serving.Lock()
 	n.api.Store(nil)
+	n.serving.Unlock()
 	err := n.log.Close()
 	n.log = nil
 	if err != nil {
