@@ -9,6 +9,10 @@ import (
 // not in the log.
 var ErrNotFound = errors.New("not found")
 
+// ErrNoLog is returned by Fsck for a directory that holds no log: missing,
+// or empty (a log whose creation never finished leaves it so).
+var ErrNoLog = errors.New("no log in this directory")
+
 // ErrClosed is returned by calls made after Close.
 var ErrClosed = errors.New("log is closed")
 

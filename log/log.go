@@ -110,6 +110,9 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if l.signer, err = keys.NoteSigner(cfg.Origin, cfg.Key); err != nil {
 		return nil, fmt.Errorf("opening log: %w", err)
 	}
+	if err := createIfMissing(cfg, l); err != nil {
+		return nil, err
+	}
 	if l.db, l.cache, err = openPebble(cfg.Dir, cfg.CacheBytes, l.logger, false); err != nil {
 		return nil, err
 	}

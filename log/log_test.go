@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -224,5 +226,44 @@ func TestEachEntry(t *testing.T) {
 	})
 	if !errors.Is(err, stop) || calls != 300 {
 		t.Fatalf("after the callback's error: %d calls, %v", calls, err)
+	}
+}
+
+// TestCreationIsAtomic: a log whose creation was cut short leaves only an
+// unfinished ".creating" directory beside an empty one; Fsck says there is
+// no log, and the next Open removes the leftover and creates the log.
+func TestCreationIsAtomic(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "log")
+	if _, err := Fsck(context.Background(), dir, nil); !errors.Is(err, ErrNoLog) {
+		t.Fatalf("Fsck of a missing directory: %v", err)
+	}
+	// What a kill during creation leaves: Pebble files but no CURRENT.
+	leftover := dir + creatingSuffix
+	if err := os.MkdirAll(leftover, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(leftover, "000002.log"), []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Fsck(context.Background(), dir, nil); !errors.Is(err, ErrNoLog) {
+		t.Fatalf("Fsck of an empty directory: %v", err)
+	}
+	l := openTest(t, testConfig(dir))
+	if l.Size() != 0 || l.Latest().Size != 0 || len(l.Latest().Checkpoint) == 0 {
+		t.Fatalf("new log: size %d, head %+v", l.Size(), l.Latest())
+	}
+	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the unfinished log is still there: %v", err)
+	}
+	appendN(t, l, 0, 3)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Fsck(context.Background(), dir, nil); err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("Fsck of the created log: %v %v", err, rep)
 	}
 }

@@ -59,13 +59,19 @@ func openPebble(dir string, cacheBytes int64, logger *slog.Logger, readOnly bool
 
 func checkDirShape(dir string, readOnly bool) error {
 	names, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) && !readOnly {
+	if errors.Is(err, os.ErrNotExist) {
+		if readOnly {
+			return ErrNoLog
+		}
 		return os.MkdirAll(dir, 0o700)
 	}
 	if err != nil {
 		return fmt.Errorf("reading log directory: %w", err)
 	}
-	if len(names) == 0 && !readOnly {
+	if len(names) == 0 {
+		if readOnly {
+			return ErrNoLog
+		}
 		return nil
 	}
 	var current bool
@@ -369,4 +375,62 @@ func checkBundles(db pebble.Reader, size uint64) ([]byte, error) {
 		return nil, nil
 	}
 	return bundle, nil
+}
+
+// creatingSuffix names the directory, beside the log's, in which a new log
+// is made before it is renamed into place.
+const creatingSuffix = ".creating"
+
+// createIfMissing makes a new log (its meta record and signed size-0 head)
+// when cfg.Dir is missing or empty. It is built in cfg.Dir+".creating" and
+// renamed into place, so a crash while creating leaves no log, never a half
+// made store that Open would refuse as damaged; the next start removes the
+// leftover and creates again. l lends its keys and logger.
+func createIfMissing(cfg Config, l *Log) error {
+	tmp := filepath.Clean(cfg.Dir) + creatingSuffix
+	names, err := os.ReadDir(cfg.Dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading log directory: %w", err)
+	}
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("removing an unfinished log: %w", err)
+	}
+	if len(names) > 0 {
+		return nil
+	}
+	made := &Log{cfg: cfg, logger: l.logger, signer: l.signer, verifier: l.verifier}
+	if made.db, made.cache, err = openPebble(tmp, cfg.CacheBytes, l.logger, false); err != nil {
+		return err
+	}
+	err = made.load()
+	if cerr := made.closeDB(); err == nil && cerr != nil {
+		err = fmt.Errorf("creating log: %w", cerr)
+	}
+	if err != nil {
+		return err
+	}
+	if err := syncDir(tmp); err != nil {
+		return err
+	}
+	// os.Rename will not replace a directory, even an empty one.
+	if err := os.Remove(cfg.Dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("creating log: %w", err)
+	}
+	if err := os.Rename(tmp, cfg.Dir); err != nil {
+		return fmt.Errorf("creating log: %w", err)
+	}
+	return syncDir(filepath.Dir(filepath.Clean(cfg.Dir)))
+}
+
+// syncDir makes the entries of dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("creating log: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("creating log: syncing %s: %w", dir, err)
+	}
+	return nil
 }
