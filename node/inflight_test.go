@@ -1,9 +1,12 @@
 package node
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -11,7 +14,8 @@ import (
 // TestMaxInFlight: with every slot taken, a request is answered 503 at once
 // with Retry-After and a HISTOR-style detail; a freed slot serves again.
 func TestMaxInFlight(t *testing.T) {
-	addr := startServingNode(t, Config{MaxInFlight: 2})
+	var logs lockedBuffer
+	addr := startServingNode(t, Config{MaxInFlight: 2, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	nd := addr.node
 	for range cap(nd.slots) {
 		nd.slots <- struct{}{} // two requests in flight
@@ -27,6 +31,10 @@ func TestMaxInFlight(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > 2*time.Second {
 		t.Fatalf("a request beyond the bound waited %v instead of being refused at once", waited)
+	}
+	getBody(t, "http://"+addr.addr+"/api/v1/log/sth") // refused too, logged later as a count
+	if got := strings.Count(logs.String(), `"msg":"requests refused: busy","refused":1,"max_in_flight":2`); got != 1 {
+		t.Fatalf("want the first refusal logged once, at once: %s", logs.String())
 	}
 	<-nd.slots
 	if resp, _ := getBody(t, "http://"+addr.addr+"/api/v1/log/sth"); resp.StatusCode != http.StatusOK {
@@ -77,4 +85,22 @@ func TestMaxInFlightValidated(t *testing.T) {
 	if err := c.Validate(); err != nil || c.MaxInFlight != DefaultMaxInFlight {
 		t.Fatalf("default MaxInFlight %d, %v", c.MaxInFlight, err)
 	}
+}
+
+// lockedBuffer is a log sink the test can read while the server writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

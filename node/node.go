@@ -37,6 +37,7 @@ type Node struct {
 
 	// slots holds one token per request being worked on (MaxInFlight).
 	slots chan struct{}
+	busy  busyLog
 	// serving is read-held by every request while it uses the API, and
 	// write-held by Close, so the log is never closed under a request.
 	serving sync.RWMutex
@@ -121,6 +122,7 @@ func (n *Node) Handler() http.Handler {
 		case n.slots <- struct{}{}:
 			defer func() { <-n.slots }()
 		default:
+			n.busy.refused(n.cfg.Logger, cap(n.slots))
 			w.Header().Set("Retry-After", "1")
 			writeDetail(w, http.StatusServiceUnavailable, fmt.Sprintf("busy: %d requests in flight", cap(n.slots)))
 			return
