@@ -267,3 +267,25 @@ func TestCreationIsAtomic(t *testing.T) {
 		t.Fatalf("Fsck of the created log: %v %v", err, rep)
 	}
 }
+
+// TestCreationFollowsSymlink: a log directory that is a symlink to an empty
+// directory gets its log where the link points; the link stays.
+func TestCreationFollowsSymlink(t *testing.T) {
+	parent := t.TempDir()
+	target := filepath.Join(parent, "elsewhere")
+	if err := os.Mkdir(target, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(parent, "log")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	l := openTest(t, testConfig(link))
+	appendN(t, l, 0, 2)
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v %v", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(target, "CURRENT")); err != nil {
+		t.Fatalf("no store where the link points: %v", err)
+	}
+}

@@ -387,8 +387,12 @@ const creatingSuffix = ".creating"
 // made store that Open would refuse as damaged; the next start removes the
 // leftover and creates again. l lends its keys and logger.
 func createIfMissing(cfg Config, l *Log) error {
-	tmp := filepath.Clean(cfg.Dir) + creatingSuffix
-	names, err := os.ReadDir(cfg.Dir)
+	dir := filepath.Clean(cfg.Dir)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // make the log where a symlink points, not over the link
+	}
+	tmp := dir + creatingSuffix
+	names, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("reading log directory: %w", err)
 	}
@@ -413,13 +417,13 @@ func createIfMissing(cfg Config, l *Log) error {
 		return err
 	}
 	// os.Rename will not replace a directory, even an empty one.
-	if err := os.Remove(cfg.Dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("creating log: %w", err)
 	}
-	if err := os.Rename(tmp, cfg.Dir); err != nil {
+	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("creating log: %w", err)
 	}
-	return syncDir(filepath.Dir(filepath.Clean(cfg.Dir)))
+	return syncDir(filepath.Dir(dir))
 }
 
 // syncDir makes the entries of dir durable.
