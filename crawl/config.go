@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/crawl/guard"
+	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/scan"
+	"github.com/histor-observer/histor/log/canon"
 )
 
 // Defaults of Config.
@@ -18,7 +20,7 @@ const (
 	DefaultWorkers       = 12
 	DefaultPerHost       = 2
 	DefaultContinuityGap = 20 * time.Hour
-	DefaultDeadline      = 60 * time.Second
+	DefaultDeadline      = mcpclient.DefaultDeadline
 	DefaultBatch         = 256
 )
 
@@ -64,7 +66,8 @@ type Config struct {
 	// Deadline bounds one whole observation. Default 60s.
 	Deadline time.Duration
 	// Client bounds (bytes, tools, pages, event size, depth); zero takes
-	// crawl/mcpclient's defaults.
+	// crawl/mcpclient's defaults. MaxToolSetBytes and MaxJSONDepth may not
+	// exceed what MTL/1 digesting accepts (canon.DefaultLimits: 4 MiB, 64).
 	MaxResponseBytes int64
 	MaxToolSetBytes  int64
 	MaxTools         int
@@ -90,8 +93,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// validate fills in defaults and checks the result.
-func (c *Config) validate() error {
+// Validate fills in defaults and checks the result; New calls it.
+func (c *Config) Validate() error {
 	if c.Registry == "" {
 		c.Registry = registry.DefaultBase
 	}
@@ -117,6 +120,9 @@ func (c *Config) validate() error {
 	if c.Workers < 1 || c.Batch < 1 || c.Deadline < 0 {
 		return errors.New("crawl config: workers, batch and deadline must be positive")
 	}
+	if err := c.checkBounds(); err != nil {
+		return err
+	}
 	if c.PerHost < 2 {
 		return fmt.Errorf("crawl config: per-host %d: a legacy SSE observation needs 2 connections to one host", c.PerHost)
 	}
@@ -137,6 +143,30 @@ func (c *Config) validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// checkBounds refuses negative bounds, and client bounds beyond what the
+// digest can take: a tool set the client accepted but MTL/1 refused would
+// be fetched only to be thrown away.
+func (c *Config) checkBounds() error {
+	for name, v := range map[string]int64{
+		"MaxResponseBytes": c.MaxResponseBytes, "MaxToolSetBytes": c.MaxToolSetBytes,
+		"MaxTools": int64(c.MaxTools), "MaxPages": int64(c.MaxPages),
+		"MaxSSEEventBytes": int64(c.MaxSSEEventBytes), "MaxJSONDepth": int64(c.MaxJSONDepth),
+		"RegistryOptions.MaxPages": int64(c.RegistryOptions.MaxPages), "RegistryOptions.MaxPageBytes": c.RegistryOptions.MaxPageBytes,
+		"RegistryOptions.MaxServers": int64(c.RegistryOptions.MaxServers),
+	} {
+		if v < 0 {
+			return fmt.Errorf("crawl config: %s must not be negative", name)
+		}
+	}
+	if c.MaxToolSetBytes > int64(canon.DefaultLimits.MaxBytes) {
+		return fmt.Errorf("crawl config: MaxToolSetBytes %d is over the %d bytes MTL/1 digesting accepts", c.MaxToolSetBytes, canon.DefaultLimits.MaxBytes)
+	}
+	if c.MaxJSONDepth > canon.DefaultLimits.MaxDepth {
+		return fmt.Errorf("crawl config: MaxJSONDepth %d is over the depth %d MTL/1 digesting accepts", c.MaxJSONDepth, canon.DefaultLimits.MaxDepth)
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func New(cfg Config, l *hlog.Log, key ed25519.PrivateKey, did string, st *state.
 	if logger != nil {
 		cfg.Logger = logger
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if l == nil || st == nil || len(key) != ed25519.PrivateKeySize || did == "" {

@@ -90,6 +90,17 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Defaults of Config's bounds.
+const (
+	DefaultDeadline         = 60 * time.Second
+	DefaultMaxResponseBytes = 4 << 20
+	DefaultMaxToolSetBytes  = 3 << 20
+	DefaultMaxTools         = 5000
+	DefaultMaxPages         = 50
+	DefaultMaxSSEEventBytes = 4 << 20
+	DefaultMaxJSONDepth     = 64
+)
+
 // Client observes MCP servers. It is safe for concurrent use.
 type Client struct {
 	cfg  Config
@@ -117,25 +128,25 @@ func withDefaults(cfg Config) Config {
 		cfg.UserAgent = "histor/" + cfg.ClientVersion + " (read-only: initialize + tools/list)"
 	}
 	if cfg.Deadline <= 0 {
-		cfg.Deadline = 60 * time.Second
+		cfg.Deadline = DefaultDeadline
 	}
 	if cfg.MaxResponseBytes <= 0 {
-		cfg.MaxResponseBytes = 4 << 20
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	if cfg.MaxToolSetBytes <= 0 {
-		cfg.MaxToolSetBytes = 3 << 20
+		cfg.MaxToolSetBytes = DefaultMaxToolSetBytes
 	}
 	if cfg.MaxTools <= 0 {
-		cfg.MaxTools = 5000
+		cfg.MaxTools = DefaultMaxTools
 	}
 	if cfg.MaxPages <= 0 {
-		cfg.MaxPages = 50
+		cfg.MaxPages = DefaultMaxPages
 	}
 	if cfg.MaxSSEEventBytes <= 0 {
-		cfg.MaxSSEEventBytes = 4 << 20
+		cfg.MaxSSEEventBytes = DefaultMaxSSEEventBytes
 	}
 	if cfg.MaxJSONDepth <= 0 {
-		cfg.MaxJSONDepth = 64
+		cfg.MaxJSONDepth = DefaultMaxJSONDepth
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -46,15 +46,22 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Defaults of Options' bounds.
+const (
+	DefaultMaxPages     = 1000
+	DefaultMaxPageBytes = 16 << 20
+	DefaultMaxServers   = 200_000
+)
+
 func (o Options) withDefaults() Options {
 	if o.MaxPages <= 0 {
-		o.MaxPages = 1000
+		o.MaxPages = DefaultMaxPages
 	}
 	if o.MaxPageBytes <= 0 {
-		o.MaxPageBytes = 16 << 20
+		o.MaxPageBytes = DefaultMaxPageBytes
 	}
 	if o.MaxServers <= 0 {
-		o.MaxServers = 200_000
+		o.MaxServers = DefaultMaxServers
 	}
 	if o.Attempts <= 0 {
 		o.Attempts = 5

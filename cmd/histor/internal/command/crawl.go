@@ -19,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2/altsrc"
 
 	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/state"
 	"github.com/histor-observer/histor/log/keys"
@@ -35,6 +36,17 @@ func crawlFlags() []cli.Flag {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "opt-out", Usage: "never dial the hosts and endpoints listed in `FILE`", EnvVars: []string{"HISTOR_OPT_OUT"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "pattern-set", Usage: "scan with the pattern set in `FILE` (default: the one shipped with histor)", EnvVars: []string{"HISTOR_PATTERN_SET"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "threat-records", Usage: "match names against the threat records in `FILE` (default: the ones shipped with histor)", EnvVars: []string{"HISTOR_THREAT_RECORDS"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "per-host", Value: crawl.DefaultPerHost, Usage: "at most `N` connections to one host name at any moment (at least 2)", EnvVars: []string{"HISTOR_PER_HOST"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "observation-deadline", Value: crawl.DefaultDeadline, Usage: "`DURATION` one whole observation may take, name lookup to last page", EnvVars: []string{"HISTOR_OBSERVATION_DEADLINE"}}),
+		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "max-response-bytes", Value: mcpclient.DefaultMaxResponseBytes, Usage: "at most `BYTES` in one response body, after decompression", EnvVars: []string{"HISTOR_MAX_RESPONSE_BYTES"}}),
+		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "max-toolset-bytes", Value: mcpclient.DefaultMaxToolSetBytes, Usage: "at most `BYTES` in all tools/list responses of one observation (up to 4 MiB)", EnvVars: []string{"HISTOR_MAX_TOOLSET_BYTES"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-tools", Value: mcpclient.DefaultMaxTools, Usage: "at most `N` tools in one observation", EnvVars: []string{"HISTOR_MAX_TOOLS"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-pages", Value: mcpclient.DefaultMaxPages, Usage: "at most `N` tools/list pages in one observation", EnvVars: []string{"HISTOR_MAX_PAGES"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-sse-event-bytes", Value: mcpclient.DefaultMaxSSEEventBytes, Usage: "at most `BYTES` in one server-sent event", EnvVars: []string{"HISTOR_MAX_SSE_EVENT_BYTES"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-json-depth", Value: mcpclient.DefaultMaxJSONDepth, Usage: "at most `N` levels of JSON nesting in one message (up to 64)", EnvVars: []string{"HISTOR_MAX_JSON_DEPTH"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "registry-max-pages", Value: registry.DefaultMaxPages, Usage: "read at most `N` pages of the registry", EnvVars: []string{"HISTOR_REGISTRY_MAX_PAGES"}}),
+		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "registry-max-page-bytes", Value: registry.DefaultMaxPageBytes, Usage: "at most `BYTES` in one registry page", EnvVars: []string{"HISTOR_REGISTRY_MAX_PAGE_BYTES"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "registry-max-servers", Value: registry.DefaultMaxServers, Usage: "read at most `N` server entries from the registry", EnvVars: []string{"HISTOR_REGISTRY_MAX_SERVERS"}}),
 	}
 }
 
@@ -48,19 +60,51 @@ func crawlConfig(c *cli.Context, publicURL string, logger *slog.Logger) crawl.Co
 		OptOutFile:          c.String("opt-out"),
 		PatternSetFile:      c.String("pattern-set"),
 		ThreatRecordsFile:   c.String("threat-records"),
-		PublicURL:           publicURL,
-		Version:             node.Version,
-		Logger:              logger,
+		PerHost:             c.Int("per-host"),
+		Deadline:            c.Duration("observation-deadline"),
+		MaxResponseBytes:    c.Int64("max-response-bytes"),
+		MaxToolSetBytes:     c.Int64("max-toolset-bytes"),
+		MaxTools:            c.Int("max-tools"),
+		MaxPages:            c.Int("max-pages"),
+		MaxSSEEventBytes:    c.Int("max-sse-event-bytes"),
+		MaxJSONDepth:        c.Int("max-json-depth"),
+		RegistryOptions: registry.Options{
+			MaxPages:     c.Int("registry-max-pages"),
+			MaxPageBytes: c.Int64("registry-max-page-bytes"),
+			MaxServers:   c.Int("registry-max-servers"),
+		},
+		PublicURL: publicURL,
+		Version:   node.Version,
+		Logger:    logger,
 	}
 }
 
-// checkCrawlFlags refuses values no crawl can use, before anything is opened.
+// checkCrawlFlags refuses values no crawl can use, before anything is
+// opened: flags set to zero or less (which crawl.Config would read as "the
+// default"), then whatever crawl.Config.Validate refuses.
 func checkCrawlFlags(c *cli.Context) error {
 	if c.Int("workers") < 1 {
 		return usageError(errors.New("--workers must be at least 1"))
 	}
 	if c.Duration("continuity-gap") <= 0 {
 		return usageError(errors.New("--continuity-gap must be positive"))
+	}
+	if c.Duration("observation-deadline") <= 0 {
+		return usageError(errors.New("--observation-deadline must be positive"))
+	}
+	for _, name := range []string{"max-response-bytes", "max-toolset-bytes", "registry-max-page-bytes"} {
+		if c.Int64(name) < 1 {
+			return usageError(fmt.Errorf("--%s must be at least 1", name))
+		}
+	}
+	for _, name := range []string{"max-tools", "max-pages", "max-sse-event-bytes", "max-json-depth", "registry-max-pages", "registry-max-servers"} {
+		if c.Int(name) < 1 {
+			return usageError(fmt.Errorf("--%s must be at least 1", name))
+		}
+	}
+	cc := crawlConfig(c, "", nil)
+	if err := cc.Validate(); err != nil {
+		return usageError(err)
 	}
 	return nil
 }

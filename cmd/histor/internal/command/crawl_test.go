@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/histor-observer/histor/crawl/mcpclient"
+	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/registry/registrytest"
 	"github.com/histor-observer/histor/crawl/state"
 	"github.com/histor-observer/histor/node"
@@ -63,15 +66,44 @@ func TestCrawlCommandRefusesCleartextWithoutAllowPrivate(t *testing.T) {
 	var out, errb bytes.Buffer
 	d := deps{stdio: Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}}
 	code := run(context.Background(), []string{"histor", "crawl", "--data", t.TempDir(), "--registry", "http://127.0.0.1:1"}, d)
-	if code != 1 || !strings.Contains(errb.String(), "AllowPrivateTargets") {
-		t.Errorf("exit %d, stderr %q; want 1 and the reason", code, errb.String())
+	if code != 2 || !strings.Contains(errb.String(), "AllowPrivateTargets") {
+		t.Errorf("exit %d, stderr %q; want 2 (a usage error, found before anything opens) and the reason", code, errb.String())
+	}
+}
+
+// TestCrawlBoundFlags: every client and registry bound is an operator flag,
+// refused when it cannot work, before anything is opened.
+func TestCrawlBoundFlags(t *testing.T) {
+	for name, args := range map[string][]string{
+		"per-host 1":             {"--per-host", "1"},
+		"zero deadline":          {"--observation-deadline", "0s"},
+		"zero response bytes":    {"--max-response-bytes", "0"},
+		"tool set over MTL/1's":  {"--max-toolset-bytes", "5000000"},
+		"depth over MTL/1's":     {"--max-json-depth", "65"},
+		"negative tools":         {"--max-tools", "-1"},
+		"zero registry servers":  {"--registry-max-servers", "0"},
+		"zero registry pages":    {"--registry-max-pages", "0"},
+		"zero SSE event bytes":   {"--max-sse-event-bytes", "0"},
+		"zero registry page len": {"--registry-max-page-bytes", "0"},
+	} {
+		var out, errb bytes.Buffer
+		d := deps{stdio: Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}}
+		data := t.TempDir()
+		argv := append([]string{"histor", "crawl", "--data", data}, args...)
+		if code := run(context.Background(), argv, d); code != 2 {
+			t.Errorf("%s: exit %d, stderr %q; want 2", name, code, errb.String())
+		}
+		if entries, _ := os.ReadDir(data); len(entries) != 0 {
+			t.Errorf("%s: refused only after opening the data directory", name)
+		}
 	}
 }
 
 // TestServeCrawlFlags maps serve's crawl flags from flags, environment and file.
 func TestServeCrawlFlags(t *testing.T) {
-	file := writeConfig(t, "data = \"/d\"\nworkers = 7\nregistry = \"https://registry.example\"\n")
+	file := writeConfig(t, "data = \"/d\"\nworkers = 7\nregistry = \"https://registry.example\"\nmax-tools = 900\nregistry-max-page-bytes = 65536\n")
 	t.Setenv("HISTOR_CRAWL_INTERVAL", "6h")
+	t.Setenv("HISTOR_OBSERVATION_DEADLINE", "15s")
 	var got serveCrawl
 	d := deps{
 		stdio: Stdio{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &bytes.Buffer{}},
@@ -80,7 +112,8 @@ func TestServeCrawlFlags(t *testing.T) {
 			return nil
 		},
 	}
-	code := run(context.Background(), []string{"histor", "--config", file, "serve", "--continuity-gap", "30h", "--opt-out", "/etc/o.txt"}, d)
+	code := run(context.Background(), []string{"histor", "--config", file, "serve", "--continuity-gap", "30h", "--opt-out", "/etc/o.txt",
+		"--per-host", "3", "--max-json-depth", "32", "--max-pages", "9"}, d)
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -88,6 +121,11 @@ func TestServeCrawlFlags(t *testing.T) {
 	if got.Interval != 6*time.Hour || c.Workers != 7 || c.Registry != "https://registry.example" ||
 		c.ContinuityGap != 30*time.Hour || c.OptOutFile != "/etc/o.txt" || c.AllowPrivateTargets {
 		t.Errorf("serve crawl settings %+v (interval %s)", c, got.Interval)
+	}
+	if c.MaxTools != 900 || c.RegistryOptions.MaxPageBytes != 65536 || c.Deadline != 15*time.Second ||
+		c.PerHost != 3 || c.MaxJSONDepth != 32 || c.MaxPages != 9 ||
+		c.MaxResponseBytes != mcpclient.DefaultMaxResponseBytes || c.RegistryOptions.MaxServers != registry.DefaultMaxServers {
+		t.Errorf("serve crawl bounds %+v", c)
 	}
 	for _, bad := range [][]string{{"--crawl-interval", "-1h"}, {"--workers", "0"}} {
 		code := run(context.Background(), append([]string{"histor", "serve", "--data", "/d"}, bad...), d)
