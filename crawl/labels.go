@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,9 @@ import (
 // the scan (bytes per text, per tool or in all; matches) stopped it.
 const ReasonScanTruncated = "HISTOR-SCAN-001"
 
+// scanTruncated is the reason of a scan label a bound cut short.
+var scanTruncated = awr.Reason{Code: ReasonScanTruncated, Detail: "a scan bound was reached: some text went unscanned or some matches were not listed"}
+
 // instructionsTool stands in the label's "tool" member for a match in the
 // server's instructions, which belong to no tool; MTL/1 requires the member.
 const instructionsTool = "(instructions)"
@@ -33,7 +37,7 @@ func (j *crawlJob) scanLabels(p *prepared, t registry.Target, in awr.LabelInput,
 	scanIn.PatternSet = awr.Ref{ID: ps.ID(), DigestSRI: ps.Digest()}
 	res := scan.ScanWith(ps, tools, instructions, j.c.cfg.ScanLimits)
 	if res.Truncated {
-		scanIn.Reasons = []awr.Reason{{Code: ReasonScanTruncated, Detail: "a scan bound was reached: some text went unscanned or some matches were not listed"}}
+		scanIn.Reasons = []awr.Reason{scanTruncated}
 	}
 	for _, m := range res.Matches {
 		tool := m.Tool
@@ -123,4 +127,34 @@ func toolsOf(body []byte) ([]any, error) {
 		return nil, fmt.Errorf("stored tool set is not an array")
 	}
 	return tools, nil
+}
+
+// MaxLabelBytes bounds one signed label, well under the 64 KiB a C2SP entry
+// may hold: labels cite their evidence by SRI and stay small. Only the
+// matches a hostile tool set can multiply (many tools, long names) reach it.
+const MaxLabelBytes = 32 << 10
+
+// signFitting signs in as a label of method. A label over MaxLabelBytes
+// lists fewer matches, halving until it fits: a scan label then carries
+// HISTOR-SCAN-001 ("some matches were not listed") and stays inconclusive;
+// a name-threat label keeps at least one match, so it stays inconclusive
+// too. A label that cannot fit is an error naming its size.
+func (j *crawlJob) signFitting(method string, in *awr.LabelInput) ([]byte, error) {
+	for {
+		signed, err := awr.IssueLabel(method, *in, j.c.key)
+		if err != nil || len(signed) <= MaxLabelBytes {
+			return signed, err
+		}
+		switch {
+		case len(in.PatternMatches) > 0:
+			in.PatternMatches = in.PatternMatches[:len(in.PatternMatches)/2]
+			if !slices.ContainsFunc(in.Reasons, func(r awr.Reason) bool { return r.Code == ReasonScanTruncated }) {
+				in.Reasons = append(slices.Clip(in.Reasons), scanTruncated)
+			}
+		case len(in.RecordMatches) > 1:
+			in.RecordMatches = in.RecordMatches[:len(in.RecordMatches)/2]
+		default:
+			return nil, fmt.Errorf("%s label is %d bytes, over the %d-byte bound, with nothing left to shorten", method, len(signed), MaxLabelBytes)
+		}
+	}
 }

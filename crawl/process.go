@@ -231,7 +231,7 @@ func (j *crawlJob) issue(p *prepared, method string, in awr.LabelInput) (*state.
 		return nil, err
 	}
 	in.ID, in.IssuerDID, in.IssuedAt = id, j.c.did, j.c.now()
-	signed, err := awr.IssueLabel(method, in, j.c.key)
+	signed, err := j.signFitting(method, &in)
 	if err != nil {
 		return nil, err
 	}
