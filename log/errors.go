@@ -10,7 +10,8 @@ import (
 var ErrNotFound = errors.New("not found")
 
 // ErrNoLog is returned by Fsck for a directory that holds no log: missing,
-// or empty (a log whose creation never finished leaves it so).
+// empty, or holding a log whose creation never finished (the next Open
+// empties it and creates the log).
 var ErrNoLog = errors.New("no log in this directory")
 
 // ErrClosed is returned by calls made after Close.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -229,22 +230,13 @@ func TestEachEntry(t *testing.T) {
 	}
 }
 
-// TestCreationIsAtomic: a log whose creation was cut short leaves only an
-// unfinished ".creating" directory beside an empty one; Fsck says there is
-// no log, and the next Open removes the leftover and creates the log.
-func TestCreationIsAtomic(t *testing.T) {
-	parent := t.TempDir()
-	dir := filepath.Join(parent, "log")
+// TestUnfinishedCreationIsRedone: a log whose creation was cut short leaves
+// its marker beside whatever Pebble had written; Fsck says there is no log,
+// and the next Open empties the directory and creates the log.
+func TestUnfinishedCreationIsRedone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
 	if _, err := Fsck(context.Background(), dir, nil); !errors.Is(err, ErrNoLog) {
 		t.Fatalf("Fsck of a missing directory: %v", err)
-	}
-	// What a kill during creation leaves: Pebble files but no CURRENT.
-	leftover := dir + creatingSuffix
-	if err := os.MkdirAll(leftover, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(leftover, "000002.log"), []byte("partial"), 0o600); err != nil {
-		t.Fatal(err)
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -252,12 +244,23 @@ func TestCreationIsAtomic(t *testing.T) {
 	if _, err := Fsck(context.Background(), dir, nil); !errors.Is(err, ErrNoLog) {
 		t.Fatalf("Fsck of an empty directory: %v", err)
 	}
+	// What a kill during creation leaves: the marker, Pebble files, no CURRENT.
+	for name, body := range map[string]string{creatingMarker: "", "MANIFEST-000099": "partial", "000098.log": "partial"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Fsck(context.Background(), dir, nil); !errors.Is(err, ErrNoLog) {
+		t.Fatalf("Fsck of an unfinished log: %v", err)
+	}
 	l := openTest(t, testConfig(dir))
 	if l.Size() != 0 || l.Latest().Size != 0 || len(l.Latest().Checkpoint) == 0 {
 		t.Fatalf("new log: size %d, head %+v", l.Size(), l.Latest())
 	}
-	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the unfinished log is still there: %v", err)
+	for _, name := range []string{creatingMarker, "MANIFEST-000099", "000098.log"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s of the unfinished log is still there: %v", name, err)
+		}
 	}
 	appendN(t, l, 0, 3)
 	if err := l.Close(); err != nil {
@@ -268,9 +271,30 @@ func TestCreationIsAtomic(t *testing.T) {
 	}
 }
 
-// TestCreationFollowsSymlink: a log directory that is a symlink to an empty
-// directory gets its log where the link points; the link stays.
-func TestCreationFollowsSymlink(t *testing.T) {
+// TestCreationMarkerIsLocked: while one process holds the marker, another
+// Open neither empties the directory nor creates a log; it says why.
+func TestCreationMarkerIsLocked(t *testing.T) {
+	dir := t.TempDir()
+	held, err := lockMarker(filepath.Join(dir, creatingMarker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := os.WriteFile(filepath.Join(dir, "000098.log"), []byte("being written"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(context.Background(), testConfig(dir)); err == nil || !strings.Contains(err.Error(), "another process") {
+		t.Fatalf("Open beside a creation in progress: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "000098.log")); err != nil {
+		t.Fatalf("the other process's file was removed: %v", err)
+	}
+}
+
+// TestCreationThroughSymlinks: a log directory that is a symlink to an empty
+// directory gets its log where the link points, and the link stays; a
+// dangling link is refused, never replaced by a new log.
+func TestCreationThroughSymlinks(t *testing.T) {
 	parent := t.TempDir()
 	target := filepath.Join(parent, "elsewhere")
 	if err := os.Mkdir(target, 0o700); err != nil {
@@ -287,5 +311,15 @@ func TestCreationFollowsSymlink(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(target, "CURRENT")); err != nil {
 		t.Fatalf("no store where the link points: %v", err)
+	}
+	dangling := filepath.Join(parent, "dangling")
+	if err := os.Symlink(filepath.Join(parent, "unmounted"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(context.Background(), testConfig(dangling)); err == nil {
+		t.Fatal("opened a log through a dangling symlink")
+	}
+	if fi, err := os.Lstat(dangling); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the dangling link was replaced: %v %v", fi, err)
 	}
 }

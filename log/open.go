@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/cockroachdb/pebble"
 	"golang.org/x/mod/sumdb/note"
@@ -67,6 +69,12 @@ func checkDirShape(dir string, readOnly bool) error {
 	}
 	if err != nil {
 		return fmt.Errorf("reading log directory: %w", err)
+	}
+	if i := slices.IndexFunc(names, func(e os.DirEntry) bool { return e.Name() == creatingMarker }); i >= 0 {
+		if readOnly {
+			return fmt.Errorf("%w: its creation never finished (%s is there)", ErrNoLog, creatingMarker)
+		}
+		names = slices.Delete(names, i, i+1)
 	}
 	if len(names) == 0 {
 		if readOnly {
@@ -377,33 +385,45 @@ func checkBundles(db pebble.Reader, size uint64) ([]byte, error) {
 	return bundle, nil
 }
 
-// creatingSuffix names the directory, beside the log's, in which a new log
-// is made before it is renamed into place.
-const creatingSuffix = ".creating"
+// creatingMarker is the file a new log is made under: written (and locked)
+// before Pebble creates anything in the directory, removed once the log's
+// meta record and size-0 head are durable.
+const creatingMarker = ".histor-creating"
 
 // createIfMissing makes a new log (its meta record and signed size-0 head)
-// when cfg.Dir is missing or empty. It is built in cfg.Dir+".creating" and
-// renamed into place, so a crash while creating leaves no log, never a half
-// made store that Open would refuse as damaged; the next start removes the
-// leftover and creates again. l lends its keys and logger.
+// when cfg.Dir is missing or empty, in place, under a marker file. A crash
+// while creating leaves the marker; the next Open then knows that nothing in
+// the directory was ever acknowledged or served, empties it and creates
+// again, instead of refusing it as a damaged store. The marker is locked
+// while in use, so a second process never empties a log being made.
 func createIfMissing(cfg Config, l *Log) error {
-	dir := filepath.Clean(cfg.Dir)
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real // make the log where a symlink points, not over the link
-	}
-	tmp := dir + creatingSuffix
+	dir := cfg.Dir
 	names, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("creating log directory: %w", err)
+		}
+	case err != nil:
 		return fmt.Errorf("reading log directory: %w", err)
 	}
-	if err := os.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("removing an unfinished log: %w", err)
-	}
-	if len(names) > 0 {
+	unfinished := slices.ContainsFunc(names, func(e os.DirEntry) bool { return e.Name() == creatingMarker })
+	if len(names) > 0 && !unfinished {
 		return nil
 	}
+	marker, err := lockMarker(filepath.Join(dir, creatingMarker))
+	if err != nil {
+		return err
+	}
+	defer marker.Close()
+	if unfinished {
+		l.logger.Warn("removing a log whose creation never finished", "dir", dir)
+		if err := emptyExcept(dir, creatingMarker); err != nil {
+			return err
+		}
+	}
 	made := &Log{cfg: cfg, logger: l.logger, signer: l.signer, verifier: l.verifier}
-	if made.db, made.cache, err = openPebble(tmp, cfg.CacheBytes, l.logger, false); err != nil {
+	if made.db, made.cache, err = openPebble(dir, cfg.CacheBytes, l.logger, false); err != nil {
 		return err
 	}
 	err = made.load()
@@ -413,17 +433,49 @@ func createIfMissing(cfg Config, l *Log) error {
 	if err != nil {
 		return err
 	}
-	if err := syncDir(tmp); err != nil {
-		return err
-	}
-	// os.Rename will not replace a directory, even an empty one.
-	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(marker.Name()); err != nil {
 		return fmt.Errorf("creating log: %w", err)
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("creating log: %w", err)
+	return syncDir(dir)
+}
+
+// lockMarker creates (or opens a leftover) marker file, takes an exclusive
+// lock on it without waiting, and makes it durable.
+func lockMarker(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("creating log: %w", err)
 	}
-	return syncDir(filepath.Dir(dir))
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("creating log: another process is creating the log in %s: %w", filepath.Dir(path), err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("creating log: %w", err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// emptyExcept removes everything in dir but the entry named keep.
+func emptyExcept(dir, keep string) error {
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("reading log directory: %w", err)
+	}
+	for _, e := range names {
+		if e.Name() == keep {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("removing an unfinished log: %w", err)
+		}
+	}
+	return nil
 }
 
 // syncDir makes the entries of dir durable.
