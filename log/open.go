@@ -15,8 +15,6 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"golang.org/x/mod/sumdb/note"
-
-	"github.com/histor-observer/histor/log/cmalloc"
 )
 
 // openPebble opens the store in dir after checking that a non-empty dir
@@ -26,9 +24,6 @@ import (
 func openPebble(dir string, cacheBytes int64, logger *slog.Logger, readOnly bool) (db *pebble.DB, cache *pebble.Cache, err error) {
 	if err := checkDirShape(dir, readOnly); err != nil {
 		return nil, nil, err
-	}
-	if !cmalloc.Tune(cmalloc.DefaultMmapThreshold, cmalloc.DefaultMaxMmaps) {
-		logger.Debug("C allocator left as it is: cached blocks may fragment its arenas")
 	}
 	c := pebble.NewCache(cacheBytes)
 	defer func() {

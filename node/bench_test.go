@@ -77,7 +77,7 @@ func bigDataDir(tb testing.TB) string {
 // serveBig opens the big log in a node served over real loopback TCP and
 // returns its base URL.
 func serveBig(b *testing.B) string {
-	nd, err := New(Config{DataDir: bigDataDir(b)})
+	nd, err := New(Config{DataDir: bigDataDir(b), MaxInFlight: MaxMaxInFlight})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func BenchmarkHTTPBareHandler(b *testing.B) {
 // BenchmarkInclusionHandler1M is the proof handler without the network: what
 // the log and the encoding cost per proof.
 func BenchmarkInclusionHandler1M(b *testing.B) {
-	nd, err := New(Config{DataDir: bigDataDir(b)})
+	nd, err := New(Config{DataDir: bigDataDir(b), MaxInFlight: MaxMaxInFlight})
 	if err != nil {
 		b.Fatal(err)
 	}

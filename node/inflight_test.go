@@ -33,6 +33,9 @@ func TestMaxInFlight(t *testing.T) {
 		t.Fatalf("a request beyond the bound waited %v instead of being refused at once", waited)
 	}
 	getBody(t, "http://"+addr.addr+"/api/v1/log/sth") // refused too, logged later as a count
+	if resp, _ := getBody(t, "http://"+addr.addr+"/health"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("/health while busy: %d, want 200 (liveness probes must get through)", resp.StatusCode)
+	}
 	if got := strings.Count(logs.String(), `"msg":"requests refused: busy","refused":1,"max_in_flight":2`); got != 1 {
 		t.Fatalf("want the first refusal logged once, at once: %s", logs.String())
 	}

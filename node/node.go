@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	hlog "github.com/histor-observer/histor/log"
+	"github.com/histor-observer/histor/log/cmalloc"
 	"github.com/histor-observer/histor/log/keys"
 )
 
@@ -59,6 +60,10 @@ func New(cfg Config) (*Node, error) {
 	id, err := newIdentity(cfg, seed)
 	if err != nil {
 		return nil, err
+	}
+	// The log's block cache lives in C memory under cgo; see log/cmalloc.
+	if !cmalloc.Tune(cmalloc.DefaultMmapThreshold, cmalloc.DefaultMaxMmaps) {
+		cfg.Logger.Debug("C allocator left as it is", "operator_tuned", cmalloc.OperatorTuned())
 	}
 	return &Node{cfg: cfg, id: id, slots: make(chan struct{}, cfg.MaxInFlight)}, nil
 }
@@ -115,17 +120,20 @@ func (n *Node) Log() *hlog.Log {
 }
 
 // Handler is the node's HTTP API. Before Open and after Close it answers
-// 503 to everything, and so it does to a request beyond MaxInFlight.
+// 503 to everything, and so it does to a request beyond MaxInFlight but
+// /health, which a liveness probe must reach while the node is busy.
 func (n *Node) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case n.slots <- struct{}{}:
-			defer func() { <-n.slots }()
-		default:
-			n.busy.refused(n.cfg.Logger, cap(n.slots))
-			w.Header().Set("Retry-After", "1")
-			writeDetail(w, http.StatusServiceUnavailable, fmt.Sprintf("busy: %d requests in flight", cap(n.slots)))
-			return
+		if r.URL.Path != "/health" {
+			select {
+			case n.slots <- struct{}{}:
+				defer func() { <-n.slots }()
+			default:
+				n.busy.refused(n.cfg.Logger, cap(n.slots))
+				w.Header().Set("Retry-After", "1")
+				writeDetail(w, http.StatusServiceUnavailable, fmt.Sprintf("busy: %d requests in flight", cap(n.slots)))
+				return
+			}
 		}
 		n.serving.RLock()
 		defer n.serving.RUnlock()

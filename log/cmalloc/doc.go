@@ -9,8 +9,10 @@
 // returned to the kernel when the cache frees it, and the same load peaks at
 // 106 MiB at the same speed (docs/PERFORMANCE.md).
 //
-// The setting is process-wide and applied once; without cgo, or on a C
-// library without these knobs, Tune does nothing and says so.
+// The setting is process-wide, so the program decides (node.New calls Tune),
+// not the log package; it is applied once, and not at all when the operator
+// set the threshold through the environment. Without cgo, or on a C library
+// without these knobs, Tune does nothing and says so.
 package cmalloc
 
 // Defaults of Tune: blocks of 16 KiB and more get their own mapping, and at

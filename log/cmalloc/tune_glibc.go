@@ -25,11 +25,12 @@ var (
 )
 
 // Tune sets the C allocator to map allocations of threshold bytes and more
-// on their own, at most maxMmaps at once. Only the first call has an
-// effect; it reports whether the C library took the settings.
+// on their own, at most maxMmaps at once, unless the operator already tuned
+// it through the environment (OperatorTuned). Only the first call has an
+// effect; it reports whether the settings were applied.
 func Tune(threshold, maxMmaps int) bool {
 	once.Do(func() {
-		applied = C.histor_tune(C.int(threshold), C.int(maxMmaps)) == 1
+		applied = !OperatorTuned() && C.histor_tune(C.int(threshold), C.int(maxMmaps)) == 1
 	})
 	return applied
 }
