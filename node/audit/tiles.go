@@ -165,6 +165,9 @@ func (a *auditor) readEntries(ctx context.Context, n uint64) (memHashes, int, er
 func splitBundle(body []byte, want int) ([][]byte, error) {
 	entries := make([][]byte, 0, want)
 	for len(body) > 0 {
+		if len(entries) == want {
+			return nil, fmt.Errorf("%d bytes left after the %d entries wanted", len(body), want)
+		}
 		e, rest, err := torchwood.ReadTileEntry(body)
 		if err != nil {
 			return nil, fmt.Errorf("entry %d: %w", len(entries), err)
