@@ -216,6 +216,27 @@ func TestForgedHead(t *testing.T) {
 	mustMisbehave(t, bad.URL, filepath.Join(t.TempDir(), "sth.json"), "signature", audit.Options{})
 }
 
+// TestAnswerThatIsNotATreeHead: JSON that is no histor.sth/v1 head at all (a proxy's error page)
+// makes the audit incomplete, not a finding against the log; a head that parses but does not
+// verify stays misbehaviour (TestForgedHead).
+func TestAnswerThatIsNotATreeHead(t *testing.T) {
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 1)
+	for name, body := range map[string]string{
+		"proxy error page":  `{"error":"upstream timed out","status":504}`,
+		"head without type": `{"log":"x","treeSize":1}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			proxy := tamper(t, tl.node.Handler(), pathIs("/api/v1/log/sth"), func([]byte) []byte { return []byte(body) })
+			_, err := runAudit(t, proxy.URL, "", audit.Options{})
+			var inc *audit.IncompleteError
+			if !errors.As(err, &inc) || audit.ExitCode(err) != 2 || !strings.Contains(err.Error(), "not a tree head") {
+				t.Errorf("want an incomplete audit (exit 2) saying \"not a tree head\", got exit %d: %v", audit.ExitCode(err), err)
+			}
+		})
+	}
+}
+
 func TestTamperedLabel(t *testing.T) {
 	tl := newTestLog(t, "")
 	tl.appendLabels(t, 3)

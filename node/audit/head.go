@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 
+	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 )
 
@@ -49,9 +49,10 @@ func (a *auditor) fetchHead(ctx context.Context, path string, iss *issuerDoc) (*
 	if err != nil {
 		return nil, err
 	}
-	if !json.Valid(doc) {
-		// Like any unreadable answer, this says nothing yet about the log's honesty.
-		return nil, incomplete("reading "+path, fmt.Errorf("the answer is not JSON"))
+	// Like any unreadable answer, a document that is no tree head at all (a proxy's error page,
+	// say) says nothing yet about the log's honesty; only a head that fails its signature does.
+	if _, err := hlog.ParseSTH(doc); err != nil {
+		return nil, incomplete("reading "+path, fmt.Errorf("not a tree head: %w", err))
 	}
 	h, err := verifyHead(doc, iss.pub)
 	if err != nil {
