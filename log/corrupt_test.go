@@ -106,6 +106,12 @@ func TestOpenRefusesDamagedStore(t *testing.T) {
 				return db.Set(tileKey(0, 0), v, pebble.Sync)
 			})
 		}, "tile 0/0"},
+		{"deleted full tile", func(t *testing.T, dir string) {
+			rawEdit(t, dir, func(db *pebble.DB) error { return db.Delete(tileKey(0, 0), pebble.Sync) })
+		}, "tile 0/0: missing"},
+		{"deleted last full tile", func(t *testing.T, dir string) {
+			rawEdit(t, dir, func(db *pebble.DB) error { return db.Delete(tileKey(0, 1), pebble.Sync) })
+		}, "tile 0/1: missing"},
 		{"overwritten edge tile", func(t *testing.T, dir string) {
 			rawEdit(t, dir, func(db *pebble.DB) error {
 				return db.Set(tileKey(0, 2), encodeTile(make([]byte, 88*hashSize)), pebble.Sync)
@@ -198,5 +204,21 @@ func TestFsckFindsDamage(t *testing.T) {
 		if !strings.Contains(joined, want) {
 			t.Errorf("fsck did not report %q; it said:\n%s", want, joined)
 		}
+	}
+}
+
+// TestFsckFindsFarStrayTile: a tile key far beyond the tree (where n·256
+// would overflow) is still reported.
+func TestFsckFindsFarStrayTile(t *testing.T) {
+	dir, _ := buildFlushed(t)
+	rawEdit(t, dir, func(db *pebble.DB) error {
+		return db.Set(tileKey(0, 1<<60), encodeTile(make([]byte, fullTile)), pebble.Sync)
+	})
+	rep, err := Fsck(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(rep.Problems, "\n"), "tile 0/1152921504606846976 lies beyond") {
+		t.Fatalf("fsck did not report the stray tile; it said %q", rep.Problems)
 	}
 }

@@ -14,6 +14,11 @@ var ErrNotFound = errors.New("not found")
 // empties it and creates the log).
 var ErrNoLog = errors.New("no log in this directory")
 
+// errMissing is what a CorruptError wraps for a record the log should hold
+// but does not; it is not ErrNotFound, so a damaged store is never taken
+// for a request beyond the log.
+var errMissing = errors.New("missing from the store")
+
 // ErrClosed is returned by calls made after Close.
 var ErrClosed = errors.New("log is closed")
 

@@ -217,7 +217,7 @@ func (f *fsck) checkEdges(tiles *tileState) {
 			continue
 		}
 		level, n := int(k[1]), binary.BigEndian.Uint64(k[2:])
-		if have := tiles.size >> (tileHeight * uint(level)); n*tileWidth >= have {
+		if n >= tilesAt(tiles.size, level) {
 			f.problem("tile %d/%d lies beyond the tree of size %d", level, n, tiles.size)
 		}
 	}

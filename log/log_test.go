@@ -323,3 +323,26 @@ func TestCreationThroughSymlinks(t *testing.T) {
 		t.Fatalf("the dangling link was replaced: %v %v", fi, err)
 	}
 }
+
+// TestMissingRecordIsCorruption: a tile or entry bundle that vanished from a
+// served store is reported as damage, never as "not found", so the API
+// cannot take it for a request beyond the log.
+func TestMissingRecordIsCorruption(t *testing.T) {
+	l := openTest(t, testConfig(t.TempDir()))
+	appendN(t, l, 0, 600)
+	for _, k := range [][]byte{tileKey(0, 0), bundleKey(0)} {
+		if err := l.db.Delete(k, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ce *CorruptError
+	_, errProof := l.InclusionProof(5, 600)
+	_, errTile := l.HashTile(0, 0, 256)
+	_, errBundle := l.EntryBundle(0, 256)
+	_, errEntries := l.Entries(0, 10)
+	for what, err := range map[string]error{"proof": errProof, "tile": errTile, "bundle": errBundle, "entries": errEntries} {
+		if !errors.As(err, &ce) || errors.Is(err, ErrNotFound) {
+			t.Errorf("%s over a missing record: %v, want a *CorruptError that is not ErrNotFound", what, err)
+		}
+	}
+}

@@ -292,11 +292,12 @@ func checkTree(db pebble.Reader, rec *headRecord) (*tileState, error) {
 	return t, nil
 }
 
-// checkTileChain checks every stored tile: its interior nodes, and for a
-// full tile that its root is the hash its parent tile holds for it. With the
-// edge tiles checked against the head's root, this ties every stored hash
-// to the signed head (about 0.2 s per million leaves). That the leaves
-// match the entries is Fsck's longer job.
+// checkTileChain checks every stored tile: that none of the tree's is
+// missing, its interior nodes, and for a full tile that its root is the hash
+// its parent tile holds for it. With the edge tiles checked against the
+// head's root, this ties every stored hash to the signed head (about 0.2 s
+// per million leaves). That the leaves match the entries is Fsck's longer
+// job.
 func checkTileChain(db pebble.Reader, size uint64) error {
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTile}, UpperBound: []byte{prefixTile + 1}})
 	if err != nil {
@@ -304,12 +305,16 @@ func checkTileChain(db pebble.Reader, size uint64) error {
 	}
 	defer it.Close()
 	var parentKey, parent []byte
+	seq := tileSequence{size: size}
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		if len(k) != 10 {
 			return corrupt(fmt.Sprintf("tile key %x", k), errors.New("malformed"))
 		}
 		level, n := int(k[1]), binary.BigEndian.Uint64(k[2:])
+		if err := seq.next(level, n); err != nil {
+			return err
+		}
 		what := fmt.Sprintf("tile %d/%d", level, n)
 		hashes, err := decodeTile(it.Value())
 		if err != nil {
@@ -335,7 +340,41 @@ func checkTileChain(db pebble.Reader, size uint64) error {
 	if err := it.Error(); err != nil {
 		return corrupt("tiles", err)
 	}
+	return seq.next(maxTileLevel+1, 0)
+}
+
+// maxTileLevel is the highest tile level a 64-bit tree size can reach.
+const maxTileLevel = 64 / tileHeight
+
+// tileSequence checks that the stored tiles, visited in key order (level,
+// then index), are exactly the tiles of a tree of size: at each level every
+// index from 0 up to the last, none missing.
+type tileSequence struct {
+	size  uint64
+	level int    // the level being visited
+	want  uint64 // the index expected next at that level
+}
+
+// next accepts tile level/n, or reports the first tile of the tree that was
+// skipped on the way to it. Levels above maxTileLevel close the sequence.
+func (s *tileSequence) next(level int, n uint64) error {
+	for s.level < level {
+		if s.level <= maxTileLevel && s.want < tilesAt(s.size, s.level) {
+			return corrupt(fmt.Sprintf("tile %d/%d", s.level, s.want), errMissing)
+		}
+		s.level, s.want = s.level+1, 0
+	}
+	if n != s.want && level <= maxTileLevel && s.want < tilesAt(s.size, level) {
+		return corrupt(fmt.Sprintf("tile %d/%d", level, s.want), errMissing)
+	}
+	s.want = n + 1
 	return nil
+}
+
+// tilesAt is how many tiles (full and partial) level holds in a tree of size.
+func tilesAt(size uint64, level int) uint64 {
+	have := size >> (tileHeight * uint(level))
+	return have/tileWidth + min(have%tileWidth, 1)
 }
 
 // checkBundles checks that the entry bundles end exactly at size and that

@@ -93,7 +93,7 @@ func (l *Log) EachEntry(start, end uint64, fn func(index uint64, label []byte) e
 	for ok, n := it.First(), first; ok && n <= last; ok, n = it.Next(), n+1 {
 		what := fmt.Sprintf("entry bundle %d", n)
 		if !bytes.Equal(it.Key(), bundleKey(n)) {
-			return corrupt(what, ErrNotFound)
+			return corrupt(what, errMissing)
 		}
 		v := it.Value()
 		offs, err := bundleSplit(v)
@@ -113,7 +113,7 @@ func (l *Log) EachEntry(start, end uint64, fn func(index uint64, label []byte) e
 		return fmt.Errorf("reading entries: %w", err)
 	}
 	if next != end {
-		return corrupt(fmt.Sprintf("entry %d", next), ErrNotFound)
+		return corrupt(fmt.Sprintf("entry %d", next), errMissing)
 	}
 	return nil
 }
@@ -162,9 +162,10 @@ func (l *Log) readTile(level int, n uint64) ([]byte, error) {
 
 func (l *Log) hashes() hashReader {
 	return hashReader{get: func(level int, n uint64) ([]byte, io.Closer, error) {
+		// Callers ask only for tiles inside the tree: a missing one is damage.
 		v, c, err := l.db.Get(tileKey(level, n))
 		if errors.Is(err, pebble.ErrNotFound) {
-			err = ErrNotFound
+			err = corrupt(fmt.Sprintf("tile %d/%d", level, n), errMissing)
 		}
 		return v, c, err
 	}}
@@ -233,6 +234,9 @@ func (l *Log) HashTile(level, index uint64, width int) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	data, err := l.readTile(int(level), index)
+	if errors.Is(err, ErrNotFound) {
+		return nil, corrupt(fmt.Sprintf("tile %d/%d", level, index), errMissing)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading tile %d/%d: %w", level, index, err)
 	}
@@ -249,6 +253,9 @@ func (l *Log) EntryBundle(index uint64, width int) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	v, err := getValue(l.db, bundleKey(index))
+	if errors.Is(err, ErrNotFound) {
+		return nil, corrupt(fmt.Sprintf("entry bundle %d", index), errMissing)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading entry bundle %d: %w", index, err)
 	}

@@ -122,10 +122,13 @@ func (a *api) params(r *http.Request, ps ...*uintParam) error {
 
 // proofFailed maps a log error for arguments already checked here: a range
 // error means the log disagrees with our bounds (the tree moved under us is
-// impossible, it only grows), so it is still the caller's 400.
+// impossible, it only grows), so it is still the caller's 400; anything else,
+// a damaged store above all, is a logged 500 that tells the caller nothing
+// of the store.
 func (a *api) proofFailed(w http.ResponseWriter, r *http.Request, err error) {
 	var re *hlog.RangeError
-	if errors.As(err, &re) || errors.Is(err, hlog.ErrNotFound) {
+	var ce *hlog.CorruptError
+	if !errors.As(err, &ce) && errors.As(err, &re) {
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
