@@ -71,6 +71,8 @@ func (a *api) serveInclusion(w http.ResponseWriter, r *http.Request) {
 	*b = append(*b, `,"proof":`...)
 	*b = appendHexList(*b, proof)
 	*b = append(*b, '}')
+	// The tree only grows: a proof between fixed sizes never changes.
+	w.Header().Set("Cache-Control", cacheImmutable)
 	writeBody(w, "application/json", *b)
 }
 
@@ -109,6 +111,8 @@ func (a *api) serveConsistency(w http.ResponseWriter, r *http.Request) {
 	*b = append(*b, `,"proof":`...)
 	*b = appendHexList(*b, proof)
 	*b = append(*b, '}')
+	// The tree only grows: a proof between fixed sizes never changes.
+	w.Header().Set("Cache-Control", cacheImmutable)
 	writeBody(w, "application/json", *b)
 }
 
