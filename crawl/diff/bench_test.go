@@ -50,3 +50,15 @@ func BenchmarkWordsWorstCase(b *testing.B) {
 		diff.Words(x, y)
 	}
 }
+
+// BenchmarkCompareHostileKey is the 74 KB change whose 4,000 leaves each sit
+// under a 64 KiB member name.
+func BenchmarkCompareHostileKey(b *testing.B) {
+	x, y := hostilePair(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if ch := diff.Compare(x, y); len(ch.Modified) != 1 {
+			b.Fatal("wrong change")
+		}
+	}
+}

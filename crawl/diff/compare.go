@@ -34,7 +34,7 @@ type FieldChange struct {
 	Field     string
 	Words     []WordOp
 	Paths     []PathChange
-	Truncated bool // Paths was cut at MaxPaths
+	Truncated bool // Paths was cut at MaxPaths, MaxFieldBytes or MaxChangeBytes
 }
 
 // Members compared, in report order. description, inputSchema and
@@ -145,8 +145,9 @@ func (c *Change) modified(a, b map[string]map[string]any) bool {
 	}
 	sort.Strings(names)
 	serial := true
+	room := MaxChangeBytes
 	for _, name := range names {
-		tc, s := compareTool(name, a[name], b[name])
+		tc, s := compareTool(name, a[name], b[name], &room)
 		if len(tc.Fields) > 0 {
 			c.Modified = append(c.Modified, tc)
 			serial = serial && s
@@ -155,7 +156,9 @@ func (c *Change) modified(a, b map[string]map[string]any) bool {
 	return serial
 }
 
-func compareTool(name string, a, b map[string]any) (ToolChange, bool) {
+// compareTool diffs one tool's members; room is the bytes of path changes
+// the rest of the Compare may still report, and is charged for them.
+func compareTool(name string, a, b map[string]any, room *int) (ToolChange, bool) {
 	tc := ToolChange{Name: name}
 	serial := true
 	for _, f := range textFields {
@@ -169,9 +172,15 @@ func compareTool(name string, a, b map[string]any) (ToolChange, bool) {
 		if keyOf(va) == keyOf(vb) {
 			continue
 		}
-		ps, s, trunc := paths(va, vb)
-		if len(ps) == 0 {
+		ps, s, trunc := paths(va, vb, *room)
+		if len(ps) == 0 && !trunc {
 			continue
+		}
+		for i := range ps {
+			*room -= ps[i].size()
+		}
+		if ps == nil {
+			ps = []PathChange{} // a path list cut before its first change
 		}
 		tc.Fields = append(tc.Fields, FieldChange{Field: f, Paths: ps, Truncated: trunc})
 		serial = serial && s && f != "annotations"

@@ -19,5 +19,6 @@
 // Every output is bounded: the word diff runs an LCS only over a bounded
 // middle (after the common prefix and suffix are set aside) and otherwise
 // reports a whole replacement; path lists and the values they quote are cut
-// at fixed sizes, and marked when they are.
+// at fixed sizes, long member names in paths are shortened, and every cut
+// is marked.
 package diff

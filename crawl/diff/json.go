@@ -31,7 +31,8 @@ func (c Change) MarshalJSON() ([]byte, error) {
 
 // MarshalJSON writes {"tool":name,"fields":{field: ops or paths, …}} with
 // the fields in Compare's order. A truncated path list ends with HISTOR's
-// marker entry {"path":"…","note":"truncated at N paths"}.
+// marker entry {"path":"…","note":"truncated at N paths"}, N being the
+// number of paths listed.
 func (t ToolChange) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	name, err := marshal(t.Name)
@@ -66,7 +67,7 @@ func writeField(buf *bytes.Buffer, f FieldChange) error {
 			list = append(list, struct {
 				Path string `json:"path"`
 				Note string `json:"note"`
-			}{"…", fmt.Sprintf("truncated at %d paths", MaxPaths)})
+			}{"…", fmt.Sprintf("truncated at %d paths", len(f.Paths))})
 		}
 		v, err = marshal(list)
 	} else {

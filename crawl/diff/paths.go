@@ -1,10 +1,11 @@
 package diff
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/histor-observer/histor/log/canon"
@@ -17,6 +18,22 @@ const (
 	MaxPaths = 200
 	// MaxValueBytes is the most bytes of a value quoted in a path change.
 	MaxValueBytes = 1000
+	// MaxKeyBytes is the longest member name written whole in a path; a
+	// longer one is written as its first keyPrefixBytes bytes and a hash of
+	// all of it, so distinct names stay distinct.
+	MaxKeyBytes = 64
+	// MaxFieldBytes bounds the bytes of paths and quoted values reported per
+	// field; the changes past it are dropped and the field is marked
+	// Truncated.
+	MaxFieldBytes = 64 << 10
+	// MaxChangeBytes bounds the same bytes over all the fields of one
+	// Compare, so many small hostile tools cannot add up to a huge record.
+	MaxChangeBytes = 1 << 20
+	// keyPrefixBytes is how much of a member name over MaxKeyBytes a path
+	// shows.
+	keyPrefixBytes = 32
+	// keyHashBytes is how much of a long member name's SHA-256 a path shows.
+	keyHashBytes = 12
 	// maxDepth stops a walk down a pathological tree; canon's parser
 	// already bounds depth at 64, so real input never reaches it.
 	maxDepth = 256
@@ -36,81 +53,130 @@ const (
 // objects and empty arrays; Before and After are their JSON text ("" when the
 // side has no such path), cut at MaxValueBytes with a trailing "…".
 type PathChange struct {
-	Path   string // e.g. $.properties.city.description; odd keys as $['x-y']
+	// Path is e.g. $.properties.city.description; odd keys are written as
+	// $['x-y'], keys over MaxKeyBytes as $['prefix'…hash].
+	Path   string
 	Kind   PathKind
 	Before string
 	After  string
 }
 
-// leaf is a flattened value; serial marks a leaf under a "$schema" or
-// "additionalProperties" keyword.
-type leaf struct {
-	text   string
-	serial bool
-}
-
 // Paths diffs two JSON trees (as canon parses them) leaf by leaf, in path
 // order. A nil side has no paths. It reports at most MaxPaths changes and
-// whether any were left out.
+// MaxFieldBytes of them, and whether any were left out.
 func Paths(before, after any) ([]PathChange, bool) {
-	out, _, trunc := paths(before, after)
+	out, _, trunc := paths(before, after, MaxFieldBytes)
 	return out, trunc
 }
 
 // paths also reports whether every change lies under a serialization
-// keyword.
-func paths(before, after any) (out []PathChange, serialOnly, truncated bool) {
-	a, b := flatten(before), flatten(after)
-	keys := make([]string, 0, len(a)+len(b))
-	for k := range a {
-		keys = append(keys, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	serialOnly = true
-	for _, k := range keys {
-		la, inA := a[k]
-		lb, inB := b[k]
-		if inA && inB && la.text == lb.text {
-			continue
-		}
-		serialOnly = serialOnly && (!inA || la.serial) && (!inB || lb.serial)
-		if len(out) == MaxPaths {
-			truncated = true
-			continue
-		}
-		out = append(out, pathChange(k, la, lb, inA, inB))
-	}
-	return out, serialOnly && len(out) > 0, truncated
+// keyword. It reports at most room bytes of changes. Once the list is full
+// it walks on only while every change seen is a serialization one, and
+// builds no more paths.
+func paths(before, after any, room int) (out []PathChange, serialOnly, truncated bool) {
+	d := &differ{room: min(room, MaxFieldBytes), serial: true}
+	d.merge(rootCursor(before), rootCursor(after))
+	return d.out, d.found && d.serial, d.truncated
 }
 
-func pathChange(path string, a, b leaf, inA, inB bool) PathChange {
+// size is what a change costs against the byte bounds.
+func (pc *PathChange) size() int {
+	return len(pc.Path) + len(pc.Before) + len(pc.After)
+}
+
+// differ walks two trees together in path order, holding the path to the
+// current node as a stack of segments so that a path is built only for a
+// change reported.
+type differ struct {
+	stack     []string
+	out       []PathChange
+	room      int  // bytes left for out
+	found     bool // some leaf differs
+	serial    bool // every differing leaf lies under a serialization keyword
+	truncated bool
+	stop      bool
+}
+
+// merge visits the groups of two cursors in key order, pairing equal keys.
+func (d *differ) merge(ca, cb *cursor) {
+	ga, okA := ca.next()
+	gb, okB := cb.next()
+	for (okA || okB) && !d.stop {
+		switch c := compareKeys(ga, gb, okA, okB); {
+		case c < 0:
+			d.visit(&ga, nil)
+			ga, okA = ca.next()
+		case c > 0:
+			d.visit(nil, &gb)
+			gb, okB = cb.next()
+		default:
+			d.visit(&ga, &gb)
+			ga, okA = ca.next()
+			gb, okB = cb.next()
+		}
+	}
+}
+
+func compareKeys(a, b group, okA, okB bool) int {
+	switch {
+	case !okB:
+		return -1
+	case !okA:
+		return 1
+	}
+	return strings.Compare(a.key, b.key)
+}
+
+// visit compares a leaf or descends into a group; a nil side lacks it.
+func (d *differ) visit(a, b *group) {
+	g := a
+	if g == nil {
+		g = b
+	}
+	if g.leaf {
+		if a == nil || b == nil || !sameLeaf(a, b) {
+			d.change(g.seg, a, b)
+		}
+		return
+	}
+	d.stack = append(d.stack, g.seg)
+	d.merge(a.members(), b.members())
+	d.stack = d.stack[:len(d.stack)-1]
+}
+
+// change records one differing leaf, within the bounds.
+func (d *differ) change(seg string, a, b *group) {
+	d.found = true
+	d.serial = d.serial && (a == nil || a.serial) && (b == nil || b.serial)
+	if d.truncated {
+		d.stop = !d.serial
+		return
+	}
+	pc := pathChange(strings.Join(d.stack, "")+seg, a, b)
+	if len(d.out) == MaxPaths || pc.size() > d.room {
+		d.truncated = true
+		d.stop = !d.serial
+		return
+	}
+	d.room -= pc.size()
+	d.out = append(d.out, pc)
+}
+
+func pathChange(path string, a, b *group) PathChange {
 	pc := PathChange{Path: path, Kind: Changed}
 	switch {
-	case !inA:
+	case a == nil:
 		pc.Kind = Added
-	case !inB:
+	case b == nil:
 		pc.Kind = Removed
 	}
-	if inA {
-		pc.Before, _ = clip(a.text, MaxValueBytes)
+	if a != nil {
+		pc.Before, _ = clip(a.text(), MaxValueBytes)
 	}
-	if inB {
-		pc.After, _ = clip(b.text, MaxValueBytes)
+	if b != nil {
+		pc.After, _ = clip(b.text(), MaxValueBytes)
 	}
 	return pc
-}
-
-func flatten(v any) map[string]leaf {
-	out := map[string]leaf{}
-	if v != nil {
-		walk(out, v, "$", "", false, 0)
-	}
-	return out
 }
 
 // mapKeywords hold maps from names to schemas: a key directly under one of
@@ -121,35 +187,16 @@ var mapKeywords = map[string]bool{
 	"definitions": true, "dependentSchemas": true,
 }
 
-func walk(out map[string]leaf, v any, path, parentKey string, serial bool, depth int) {
-	if depth > maxDepth {
-		out[path] = leaf{text: "…", serial: serial}
-		return
+// segment writes the path step for member k, clipping a long name, and
+// reports whether it is the .name form.
+func segment(k string) (string, bool) {
+	if len(k) <= MaxKeyBytes {
+		return member(k), isIdent(k)
 	}
-	switch x := v.(type) {
-	case map[string]any:
-		if len(x) == 0 {
-			out[path] = leaf{text: "{}", serial: serial}
-		}
-		for k, c := range x {
-			keyword := !mapKeywords[parentKey]
-			s := serial || keyword && (k == "$schema" || k == "additionalProperties")
-			name := k
-			if !keyword {
-				name = "" // a property name never makes its children map members
-			}
-			walk(out, c, path+member(k), name, s, depth+1)
-		}
-	case []any:
-		if len(x) == 0 {
-			out[path] = leaf{text: "[]", serial: serial}
-		}
-		for i, c := range x {
-			walk(out, c, path+"["+strconv.Itoa(i)+"]", "", serial, depth+1)
-		}
-	default:
-		out[path] = leaf{text: scalar(x), serial: serial}
-	}
+	prefix, _ := clip(k, keyPrefixBytes)
+	prefix = strings.TrimSuffix(prefix, "…")
+	sum := sha256.Sum256([]byte(k))
+	return "['" + escapeKey(prefix) + "'…" + hex.EncodeToString(sum[:keyHashBytes]) + "]", false
 }
 
 // member writes one path step: .name for identifier-like keys, and the
@@ -158,8 +205,14 @@ func member(k string) string {
 	if isIdent(k) {
 		return "." + k
 	}
-	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
-	return "['" + r.Replace(k) + "']"
+	return "['" + escapeKey(k) + "']"
+}
+
+// keyEscaper escapes a member name inside ['…'].
+var keyEscaper = strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+
+func escapeKey(k string) string {
+	return keyEscaper.Replace(k)
 }
 
 func isIdent(k string) bool {
