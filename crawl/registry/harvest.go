@@ -192,7 +192,7 @@ func (h *harvester) add(raw []json.RawMessage) error {
 			h.malformed++
 			continue
 		}
-		r.published = parseTime(r.Meta.Official.PublishedAt)
+		r.compact()
 		h.records = append(h.records, r)
 	}
 	return nil

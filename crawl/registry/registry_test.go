@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -452,3 +454,47 @@ func TestOptOutIDNAHost(t *testing.T) {
 		}
 	}
 }
+
+// TestHarvestKeepsBoundedRecords: entries bloated with remotes and text are
+// cut down as they are read, so what a harvest holds until its last page
+// does not grow with the registry's bytes.
+func TestHarvestKeepsBoundedRecords(t *testing.T) {
+	var entries []registrytest.Entry
+	for i := range 100 {
+		e := registrytest.Entry{Name: fmt.Sprintf("io.example/bloat-%03d", i), Title: strings.Repeat("t", 100_000)}
+		for j := range 200 {
+			e.Remotes = append(e.Remotes, registrytest.Remote{Type: registry.TransportStreamable,
+				URL: fmt.Sprintf("https://bloat.example/%d/%d/%s", i, j, strings.Repeat("u", 900))})
+		}
+		entries = append(entries, e)
+	}
+	reg := registrytest.ServerWith(t, entries, registrytest.Config{PageSize: 10}) // 10 pages, ~28 MB
+	// Before each page request, measure what the harvest holds from the
+	// pages before it; compare the third request with the last, so one-off
+	// costs of the first pages (buffers growing, connections) do not count.
+	var heap []uint64
+	client := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		heap = append(heap, m.HeapAlloc)
+		return reg.Client().Transport.RoundTrip(r)
+	})}
+	res, err := registry.Harvest(context.Background(), client, reg.URL, fast())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pages != 10 || len(res.Targets) != 100*registry.MaxRemotesPerServer {
+		t.Fatalf("%d pages, %d targets, want 10 and %d", res.Pages, len(res.Targets), 100*registry.MaxRemotesPerServer)
+	}
+	if len(res.Targets[0].Title) > 300 {
+		t.Errorf("title of %d bytes kept", len(res.Targets[0].Title))
+	}
+	if grew := int64(heap[len(heap)-1]) - int64(heap[2]); grew > 1<<20 {
+		t.Errorf("seven pages of bloated entries (about 20 MB) grew the harvest by %d KiB", grew>>10)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

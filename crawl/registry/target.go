@@ -61,13 +61,10 @@ type Target struct {
 // record is one server entry as the registry listed it.
 type record struct {
 	Server struct {
-		Name    string `json:"name"`
-		Title   string `json:"title"`
-		Version string `json:"version"`
-		Remotes []struct {
-			Type string `json:"type"`
-			URL  string `json:"url"`
-		} `json:"remotes"`
+		Name    string   `json:"name"`
+		Title   string   `json:"title"`
+		Version string   `json:"version"`
+		Remotes []remote `json:"remotes"`
 	} `json:"server"`
 	Meta struct {
 		Official struct {
@@ -77,7 +74,41 @@ type record struct {
 			IsLatest    bool   `json:"isLatest"`
 		} `json:"io.modelcontextprotocol.registry/official"`
 	} `json:"_meta"`
-	published time.Time
+	published, updated time.Time
+}
+
+type remote struct {
+	Type string `json:"type"`
+	URL  string `json:"url"`
+}
+
+// compact cuts a decoded record down to what its targets need: clipped
+// display text, parsed times, a known status and at most
+// MaxRemotesPerServer usable remotes. A harvest keeps every record until its
+// last page, so this bounds what one registry entry can hold in memory
+// (about 6.5 KiB) however large the entry was.
+func (r *record) compact() {
+	s, o := &r.Server, &r.Meta.Official
+	// Clones, so nothing kept shares memory with the text it was cut from.
+	s.Title, s.Version = strings.Clone(clip(s.Title)), strings.Clone(clip(s.Version))
+	r.published, r.updated = parseTime(o.PublishedAt), parseTime(o.UpdatedAt)
+	o.Status, o.PublishedAt, o.UpdatedAt = status(o.Status), "", ""
+	var kept []remote
+	seen := map[string]bool{}
+	for _, rm := range s.Remotes {
+		if len(kept) == MaxRemotesPerServer {
+			break
+		}
+		url := strings.TrimSpace(rm.URL)
+		if (rm.Type != TransportStreamable && rm.Type != TransportSSE) ||
+			url == "" || len(url) > maxURLBytes || !cleanText(url) || seen[url] {
+			continue
+		}
+		seen[url] = true
+		rm.URL = url
+		kept = append(kept, rm)
+	}
+	s.Remotes = kept
 }
 
 // newer reports whether r should replace old as the record kept for a name:
@@ -117,20 +148,11 @@ func targets(byName map[string]*record, opt *OptOut) []Target {
 	return out
 }
 
+// recordTargets turns a compacted record's remotes into targets.
 func recordTargets(r *record, opt *OptOut) []Target {
-	var out []Target
-	seen := map[string]bool{}
+	out := make([]Target, 0, len(r.Server.Remotes))
 	for _, rm := range r.Server.Remotes {
-		if len(out) == MaxRemotesPerServer {
-			break
-		}
-		url := strings.TrimSpace(rm.URL)
-		if (rm.Type != TransportStreamable && rm.Type != TransportSSE) ||
-			url == "" || len(url) > maxURLBytes || !cleanText(url) || seen[url] {
-			continue
-		}
-		seen[url] = true
-		out = append(out, newTarget(r, rm.Type, url, opt))
+		out = append(out, newTarget(r, rm.Type, rm.URL, opt))
 	}
 	return out
 }
@@ -139,13 +161,13 @@ func newTarget(r *record, transport, url string, opt *OptOut) Target {
 	t := Target{
 		ID:             mtl.ServerID(r.Server.Name, url),
 		Name:           r.Server.Name,
-		Title:          clip(r.Server.Title),
-		Version:        clip(r.Server.Version),
+		Title:          r.Server.Title,
+		Version:        r.Server.Version,
 		Endpoint:       url,
 		Transport:      transport,
-		RegistryStatus: status(r.Meta.Official.Status),
+		RegistryStatus: r.Meta.Official.Status,
 		PublishedAt:    r.published,
-		UpdatedAt:      parseTime(r.Meta.Official.UpdatedAt),
+		UpdatedAt:      r.updated,
 	}
 	switch {
 	case opt.Covers(url):
