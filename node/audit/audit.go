@@ -8,6 +8,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,11 +31,25 @@ type Options struct {
 	Tiles bool
 	// Client makes the requests; nil means a client with Timeout.
 	Client *http.Client
-	// Timeout bounds each request when Client is nil (0 = 30 s).
+	// Timeout bounds each request when Client is nil (0 = DefaultTimeout; negative is refused).
 	Timeout time.Duration
+	// Deadline bounds the whole run (0 = DefaultDeadline; negative is refused), so a log that
+	// answers every request slowly, each within Timeout, cannot hold the auditor for ever.
+	Deadline time.Duration
+	// MaxTilesLeaves is the largest checkpoint size Tiles reads (0 = DefaultMaxTilesLeaves). A
+	// larger one makes the audit incomplete before any entry bundle is read: the leaves are
+	// checked as they stream in, but reading them still takes time and requests.
+	MaxTilesLeaves uint64
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
 }
+
+// Defaults for the zero Options fields.
+const (
+	DefaultTimeout        = 30 * time.Second
+	DefaultDeadline       = 30 * time.Minute
+	DefaultMaxTilesLeaves = 4_000_000
+)
 
 // Report is what a passing audit saw; its JSON is printed by `histor audit`.
 type Report struct {
@@ -71,14 +86,23 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.run(ctx)
+	ctx, cancel := context.WithTimeout(ctx, a.deadline)
+	defer cancel()
+	rep, err := a.run(ctx)
+	var inc *IncompleteError
+	if errors.As(err, &inc) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, incomplete(fmt.Sprintf("%s (the audit's deadline of %s expired)", inc.Step, a.deadline), inc.Err)
+	}
+	return rep, err
 }
 
 type auditor struct {
-	opt  Options
-	base string
-	http *http.Client
-	log  *slog.Logger
+	opt       Options
+	base      string
+	http      *http.Client
+	log       *slog.Logger
+	deadline  time.Duration
+	maxLeaves uint64
 }
 
 func newAuditor(opt Options) (*auditor, error) {
@@ -86,12 +110,12 @@ func newAuditor(opt Options) (*auditor, error) {
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return nil, &IncompleteError{Step: "reading the base URL", Err: fmt.Errorf("%q is not an http(s) URL", opt.Base)}
 	}
+	if opt.Timeout < 0 || opt.Deadline < 0 {
+		return nil, incomplete("reading the options", fmt.Errorf("timeout %s and deadline %s must not be negative", opt.Timeout, opt.Deadline))
+	}
 	client := opt.Client
 	if client == nil {
-		timeout := opt.Timeout
-		if timeout == 0 {
-			timeout = 30 * time.Second
-		}
+		timeout := cmp.Or(opt.Timeout, DefaultTimeout)
 		// Never follow a redirect: the log must answer at the address the auditor was given.
 		client = &http.Client{Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
@@ -101,7 +125,8 @@ func newAuditor(opt Options) (*auditor, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &auditor{opt: opt, base: base, http: client, log: logger}, nil
+	return &auditor{opt: opt, base: base, http: client, log: logger,
+		deadline: cmp.Or(opt.Deadline, DefaultDeadline), maxLeaves: cmp.Or(opt.MaxTilesLeaves, DefaultMaxTilesLeaves)}, nil
 }
 
 // run is the audit as a list of steps; each returns a typed error on the first failed check.

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/histor-observer/histor/node/audit"
 )
@@ -369,5 +371,47 @@ func TestStateWrittenByHISTORsAuditor(t *testing.T) {
 	tl.appendLabels(t, 1)
 	if rep := mustPass(t, tl.srv.URL, state, audit.Options{}); rep.Consistency != "ok (2 → 3)" {
 		t.Errorf("consistency %q, want ok (2 → 3)", rep.Consistency)
+	}
+}
+
+func TestTilesMaxLeavesBoundary(t *testing.T) {
+	tl := newTestLog(t, "")
+	tl.appendLabels(t, 3)
+	mustPass(t, tl.srv.URL, "", audit.Options{Tiles: true, MaxTilesLeaves: 3})
+	mustBeIncomplete(t, tl.srv.URL, "", audit.Options{Tiles: true, MaxTilesLeaves: 2})
+}
+
+// TestDeadlineBoundsTheWholeRun: a log answering slowly, each answer within the per-request
+// timeout, is left after the deadline with an incomplete audit that says so.
+func TestDeadlineBoundsTheWholeRun(t *testing.T) {
+	slow := httptestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+		}
+		http.NotFound(w, r)
+	})
+	start := time.Now()
+	_, err := runAudit(t, slow, "", audit.Options{Timeout: 10 * time.Second, Deadline: 200 * time.Millisecond})
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the audit took %s with a deadline of 200ms", took)
+	}
+	if audit.ExitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), "deadline of 200ms expired") {
+		t.Errorf("want an incomplete audit (exit 2) naming the deadline, got exit %d: %v", audit.ExitCode(err), err)
+	}
+}
+
+// TestNegativeTimeoutsAreRefused: a negative timeout would mean none at all to net/http.
+func TestNegativeTimeoutsAreRefused(t *testing.T) {
+	var requests atomic.Int64
+	tl := newTestLog(t, "")
+	counting := tamper(t, tl.node.Handler(), func(*http.Request) bool { requests.Add(1); return false }, nil)
+	for _, opt := range []audit.Options{{Timeout: -time.Second}, {Deadline: -time.Second}} {
+		if _, err := runAudit(t, counting.URL, "", opt); audit.ExitCode(err) != 2 {
+			t.Errorf("options %+v: want exit 2, got %v", opt, err)
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests made with refused options", n)
 	}
 }

@@ -16,10 +16,10 @@ import (
 	"github.com/histor-observer/histor/log/keys"
 )
 
-// tiles reads the whole tree through the C2SP endpoints under /log/ and checks it with the
-// golang.org/x/mod tlog code, not with the log's own: the checkpoint is signed by the did:key's
-// key under the log's origin, it is the same tree as the verified STH, every entry bundle
-// rebuilds the checkpoint's root, and every hash tile is what those entries give.
+// tiles reads the whole tree through the C2SP endpoints under /log/ and checks it with code
+// of its own and golang.org/x/mod's tlog, not with the log's: the checkpoint is signed by the
+// did:key's key under the log's origin, it is the same tree as the verified STH, the entry
+// bundles rebuild the checkpoint's root, and every hash tile is what those entries give.
 func (a *auditor) tiles(ctx context.Context, iss *issuerDoc, sth *head) (*TilesReport, error) {
 	cp, err := a.checkpoint(ctx, iss)
 	if err != nil {
@@ -28,23 +28,22 @@ func (a *auditor) tiles(ctx context.Context, iss *issuerDoc, sth *head) (*TilesR
 	if err := a.sameTree(ctx, cp, sth); err != nil {
 		return nil, err
 	}
-	hashes, bundles, err := a.readEntries(ctx, uint64(cp.N))
+	n := uint64(cp.N)
+	if n > a.maxLeaves {
+		return nil, incomplete("reading the tiles", fmt.Errorf("the checkpoint's size %d is over the bound of %d leaves", n, a.maxLeaves))
+	}
+	w := newTreeWalk(a)
+	bundles, err := a.readEntries(ctx, n, w)
 	if err != nil {
 		return nil, err
 	}
-	root, err := tlog.TreeHash(cp.N, hashes)
-	if err != nil {
-		return nil, incomplete("recomputing the root from the entries", err)
-	}
-	if root != cp.Hash {
-		return nil, misbehaved("tiles", "the entries under /log/tile/entries give root %s, the checkpoint of size %d says %s",
-			hex.EncodeToString(root[:]), cp.N, hex.EncodeToString(cp.Hash[:]))
-	}
-	n, err := a.compareHashTiles(ctx, cp.N, hashes)
-	if err != nil {
+	if err := w.checkRoot(n, cp.Hash); err != nil {
 		return nil, err
 	}
-	return &TilesReport{CheckpointSize: uint64(cp.N), Entries: uint64(cp.N), HashTiles: n, EntryBundles: bundles}, nil
+	if err := w.finish(ctx, n); err != nil {
+		return nil, err
+	}
+	return &TilesReport{CheckpointSize: n, Entries: n, HashTiles: w.compared, EntryBundles: bundles}, nil
 }
 
 // checkpoint fetches /log/checkpoint and opens it with the note key derived from the did:key.
@@ -116,26 +115,9 @@ func (a *auditor) sameTree(ctx context.Context, cp torchwood.Checkpoint, sth *he
 	return nil
 }
 
-// memHashes is the tree's stored hashes in tlog's order, rebuilt from the entries.
-type memHashes []tlog.Hash
-
-func (m memHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
-	out := make([]tlog.Hash, len(indexes))
-	for i, x := range indexes {
-		if x < 0 || x >= int64(len(m)) {
-			return nil, fmt.Errorf("hash %d not yet computed", x)
-		}
-		out[i] = m[x]
-	}
-	return out, nil
-}
-
-// readEntries fetches every entry bundle of a tree of size n and returns the stored hashes
-// they give, and how many bundles were read.
-func (a *auditor) readEntries(ctx context.Context, n uint64) (memHashes, int, error) {
-	// n is the log's claim: reserve room for at most a million leaves up front, so a log
-	// signing an absurd size meets a missing bundle, not an allocation of its choosing.
-	hashes := make(memHashes, 0, 2*min(n, 1<<20))
+// readEntries fetches every entry bundle of a tree of size n, gives each entry to w, and says
+// how many bundles were read.
+func (a *auditor) readEntries(ctx context.Context, n uint64, w *treeWalk) (int, error) {
 	bundles := 0
 	for start := uint64(0); start < n; start += torchwood.TileWidth {
 		width := min(n-start, torchwood.TileWidth)
@@ -143,22 +125,20 @@ func (a *auditor) readEntries(ctx context.Context, n uint64) (memHashes, int, er
 		path := "/log/" + torchwood.TilePath(t)
 		body, err := a.get(ctx, path, nil, maxBundleBytes)
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		entries, err := splitBundle(body, int(width))
 		if err != nil {
-			return nil, 0, misbehaved("tiles", "entry bundle %s: %v", path, err)
+			return 0, misbehaved("tiles", "entry bundle %s: %v", path, err)
 		}
-		for i, e := range entries {
-			stored, err := tlog.StoredHashes(int64(start)+int64(i), e, hashes)
-			if err != nil {
-				return nil, 0, incomplete("hashing "+path, err)
+		for _, e := range entries {
+			if err := w.add(ctx, rfc6962.DefaultHasher.HashLeaf(e)); err != nil {
+				return 0, err
 			}
-			hashes = append(hashes, stored...)
 		}
 		bundles++
 	}
-	return hashes, bundles, nil
+	return bundles, nil
 }
 
 // splitBundle cuts a C2SP entry bundle into exactly want entries, with nothing left over.
@@ -179,25 +159,4 @@ func splitBundle(body []byte, want int) ([][]byte, error) {
 		return nil, fmt.Errorf("holds %d entries, want %d", len(entries), want)
 	}
 	return entries, nil
-}
-
-// compareHashTiles fetches every hash tile of a tree of size n and compares it byte for byte
-// with the tile the entries give.
-func (a *auditor) compareHashTiles(ctx context.Context, n int64, hashes memHashes) (int, error) {
-	tiles := tlog.NewTiles(torchwood.TileHeight, 0, n)
-	for _, t := range tiles {
-		want, err := tlog.ReadTileData(t, hashes)
-		if err != nil {
-			return 0, incomplete("computing hash tile "+torchwood.TilePath(t), err)
-		}
-		path := "/log/" + torchwood.TilePath(t)
-		got, err := a.get(ctx, path, nil, maxHashTileBytes)
-		if err != nil {
-			return 0, err
-		}
-		if !bytes.Equal(got, want) {
-			return 0, misbehaved("tiles", "hash tile %s disagrees with the entries", path)
-		}
-	}
-	return len(tiles), nil
 }
