@@ -104,3 +104,14 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkScanHostileKey scans schemas whose 4,000 enum elements each sit
+// under a 64 KiB member name.
+func BenchmarkScanHostileKey(b *testing.B) {
+	ps := Default()
+	tools := hostileTools(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		ScanWith(ps, tools, nil, DefaultLimits)
+	}
+}

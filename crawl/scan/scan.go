@@ -2,6 +2,8 @@ package scan
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +34,7 @@ type Match struct {
 type Limits struct {
 	BytesPerText   int // one field; the rest of it is not scanned
 	BytesPerTool   int
-	BytesTotal     int
+	BytesTotal     int // text scanned, plus nodeCost per schema node visited
 	MatchesPerTool int
 	MatchesTotal   int
 	SchemaDepth    int
@@ -71,7 +73,7 @@ func ScanWith(ps *PatternSet, tools []any, instructions *string, lim Limits) Res
 	s := &scanner{ps: ps, lim: lim, budget: lim.BytesTotal}
 	if instructions != nil {
 		s.startTool("")
-		s.text(SurfaceInstructions, "instructions", *instructions)
+		s.field(SurfaceInstructions, "instructions", *instructions)
 	}
 	for _, t := range tools {
 		s.tool(t)
@@ -79,6 +81,22 @@ func ScanWith(ps *PatternSet, tools []any, instructions *string, lim Limits) Res
 	slices.SortStableFunc(s.out, compareMatches)
 	return Result{Matches: dedupe(s.out), Truncated: s.truncated}
 }
+
+// Bounds on the walk of a schema.
+const (
+	// nodeCost is what visiting one schema node (an object member or an
+	// array element) charges against Limits.BytesTotal besides the text it
+	// scans, so a tree of numbers cannot be walked for free: about the
+	// fewest bytes a node and its punctuation take in a real schema.
+	nodeCost = 8
+	// whereKeyBytes is the longest member name written whole in a Where;
+	// a longer one is written as its first whereKeyPrefix bytes and a hash
+	// of all of it, so a match's Where stays short and names stay distinct.
+	whereKeyBytes  = 64
+	whereKeyPrefix = 32
+	// whereHashBytes is how much of a long name's SHA-256 a Where shows.
+	whereHashBytes = 12
+)
 
 type scanner struct {
 	ps        *PatternSet
@@ -90,6 +108,16 @@ type scanner struct {
 	toolName  string
 	truncated bool
 	memo      map[memoKey][]ruleHit
+	root      string // the field being scanned: "name", "inputSchema", …
+	steps     []step // the path from root to the node being scanned
+}
+
+// step is one step from a schema's root: a member name, or an array index
+// when key is "" and index is not negative. A Where is written from the
+// steps only when a match is recorded.
+type step struct {
+	key   string
+	index int
 }
 
 func (s *scanner) startTool(name string) {
@@ -103,30 +131,43 @@ func (s *scanner) tool(t any) {
 	}
 	name, _ := obj["name"].(string)
 	s.startTool(name)
-	s.text(SurfaceName, "name", name)
+	s.field(SurfaceName, "name", name)
 	if d, ok := obj["description"].(string); ok {
-		s.text(SurfaceDescription, "description", d)
+		s.field(SurfaceDescription, "description", d)
 	}
 	for _, sf := range []Surface{SurfaceInputSchema, SurfaceOutputSchema} {
 		if v, ok := obj[string(sf)]; ok {
-			s.walk(sf, string(sf), v, 0)
+			s.root, s.steps = string(sf), s.steps[:0]
+			s.walk(sf, v, 0)
 		}
 	}
 }
 
+// field scans a top-level text member.
+func (s *scanner) field(sf Surface, where, raw string) {
+	s.root, s.steps = where, s.steps[:0]
+	s.text(sf, raw)
+}
+
 // walk scans every string value and member name in a schema, in member-name
-// order so the result does not depend on map iteration.
-func (s *scanner) walk(sf Surface, path string, v any, depth int) {
+// order so the result does not depend on map iteration. Every member and
+// element visited is charged nodeCost; the walk stops when the budget is
+// spent.
+func (s *scanner) walk(sf Surface, v any, depth int) {
 	if depth > s.lim.SchemaDepth {
 		s.truncated = true
 		return
 	}
 	switch v := v.(type) {
 	case string:
-		s.text(sf, path, v)
+		s.text(sf, v)
 	case []any:
 		for i, e := range v {
-			s.walk(sf, path+"["+strconv.Itoa(i)+"]", e, depth+1)
+			if !s.visit(step{index: i}) {
+				return
+			}
+			s.walk(sf, e, depth+1)
+			s.steps = s.steps[:len(s.steps)-1]
 		}
 	case map[string]any:
 		keys := make([]string, 0, len(v))
@@ -135,17 +176,57 @@ func (s *scanner) walk(sf Surface, path string, v any, depth int) {
 		}
 		slices.SortFunc(keys, canon.CompareUTF16)
 		for _, k := range keys {
-			p := joinPath(path, k)
-			s.text(sf, p, k)
-			s.walk(sf, p, v[k], depth+1)
+			if !s.visit(step{key: k, index: -1}) {
+				return
+			}
+			s.text(sf, k)
+			s.walk(sf, v[k], depth+1)
+			s.steps = s.steps[:len(s.steps)-1]
 		}
 	}
 }
 
-// joinPath writes a member as .name when it is a plain identifier and as
+// visit charges one node against the budget and steps into it; it reports
+// false, marking the scan truncated, when the budget is spent.
+func (s *scanner) visit(st step) bool {
+	if s.budget < nodeCost {
+		s.budget = 0
+		s.truncated = true
+		return false
+	}
+	s.budget -= nodeCost
+	s.steps = append(s.steps, st)
+	return true
+}
+
+// where writes the Where of the text being scanned.
+func (s *scanner) where() string {
+	var sb strings.Builder
+	sb.WriteString(s.root)
+	for _, st := range s.steps {
+		if st.index >= 0 {
+			sb.WriteString("[" + strconv.Itoa(st.index) + "]")
+			continue
+		}
+		writeMember(&sb, st.key)
+	}
+	return sb.String()
+}
+
+// writeMember writes a member as .name when it is a plain identifier and as
 // ["name"] (JSON-quoted) otherwise, so a path cannot be forged by a member
-// name containing dots.
-func joinPath(path, k string) string {
+// name containing dots. A name over whereKeyBytes is written as
+// ["prefix"…hash], which no whole name can be written as.
+func writeMember(sb *strings.Builder, k string) {
+	if len(k) > whereKeyBytes {
+		n := whereKeyPrefix
+		for n > 0 && !utf8.RuneStart(k[n]) {
+			n--
+		}
+		sum := sha256.Sum256([]byte(k))
+		sb.WriteString("[" + strconv.Quote(k[:n]) + "…" + hex.EncodeToString(sum[:whereHashBytes]) + "]")
+		return
+	}
 	plain := k != ""
 	for _, r := range k {
 		if !(r == '_' || r == '-' || r == '$' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
@@ -154,15 +235,16 @@ func joinPath(path, k string) string {
 		}
 	}
 	if plain {
-		return path + "." + k
+		sb.WriteString("." + k)
+		return
 	}
-	return path + "[" + strconv.Quote(k) + "]"
+	sb.WriteString("[" + strconv.Quote(k) + "]")
 }
 
 // text scans one field with every rule that applies to its surface. Short
 // texts repeat across tools (schema keywords, type names, common
 // descriptions), so their rule hits are remembered for the rest of the scan.
-func (s *scanner) text(sf Surface, where, raw string) {
+func (s *scanner) text(sf Surface, raw string) {
 	if raw == "" {
 		return
 	}
@@ -181,6 +263,10 @@ func (s *scanner) text(sf Surface, where, raw string) {
 			s.memo[k] = hits
 		}
 	}
+	if len(hits) == 0 {
+		return
+	}
+	where := s.where()
 	for _, h := range hits {
 		r := &s.ps.rules[h.rule]
 		s.add(Match{Code: r.Code, Severity: r.Severity, Tier: r.Tier, Tool: s.toolName, Where: where, Span: h.span})
