@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
@@ -120,7 +119,7 @@ func auditCommand(d deps) *cli.Command {
 		Name:      "audit",
 		Usage:     "audit a HISTOR log from the outside, trusting only its did:key",
 		ArgsUsage: "BASE",
-		UsageText: "histor audit BASE [--state FILE] [--label ID] [--tiles]",
+		UsageText: "histor audit BASE [--state FILE] [--label ID] [--tiles [--tiles-max-leaves N]] [--timeout DURATION] [--deadline DURATION]",
 		Description: "Verifies the latest signed tree head of the log at BASE against its did:key, proves it consistent " +
 			"with the head kept in --state by the previous run (refusing a shrink, a rewrite or a changed key), " +
 			"optionally checks one label's validity and inclusion and reads the whole tree through /log/, then keeps " +
@@ -129,11 +128,16 @@ func auditCommand(d deps) *cli.Command {
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "state", Usage: "keep the last verified head in `FILE` (pins the log's key on first run)", EnvVars: []string{"HISTOR_AUDIT_STATE"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "label", Usage: "also check label `ID` (urn:uuid:…): valid, issued by this log, included under the head", EnvVars: []string{"HISTOR_AUDIT_LABEL"}}),
 			altsrc.NewBoolFlag(&cli.BoolFlag{Name: "tiles", Usage: "also read every entry and hash tile under /log/ and check them against the checkpoint", EnvVars: []string{"HISTOR_AUDIT_TILES"}}),
-			altsrc.NewDurationFlag(&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "`DURATION` allowed for each request", EnvVars: []string{"HISTOR_AUDIT_TIMEOUT"}}),
+			altsrc.NewInt64Flag(&cli.Int64Flag{Name: "tiles-max-leaves", Value: audit.DefaultMaxTilesLeaves, Usage: "with --tiles, refuse (exit 2) a checkpoint of more than `N` leaves", EnvVars: []string{"HISTOR_AUDIT_TILES_MAX_LEAVES"}}),
+			altsrc.NewDurationFlag(&cli.DurationFlag{Name: "timeout", Value: audit.DefaultTimeout, Usage: "`DURATION` allowed for each request", EnvVars: []string{"HISTOR_AUDIT_TIMEOUT"}}),
+			altsrc.NewDurationFlag(&cli.DurationFlag{Name: "deadline", Value: audit.DefaultDeadline, Usage: "`DURATION` allowed for the whole audit (exit 2 when it expires)", EnvVars: []string{"HISTOR_AUDIT_DEADLINE"}}),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError(errors.New("audit: name exactly one BASE URL"))
+			}
+			if err := checkAuditFlags(c); err != nil {
+				return err
 			}
 			log, err := logger(c, d.stdio.Err)
 			if err != nil {
@@ -141,11 +145,26 @@ func auditCommand(d deps) *cli.Command {
 			}
 			rep, err := audit.Run(c.Context, audit.Options{
 				Base: c.Args().First(), StatePath: c.String("state"), LabelID: c.String("label"),
-				Tiles: c.Bool("tiles"), Timeout: c.Duration("timeout"), Logger: log,
+				Tiles: c.Bool("tiles"), MaxTilesLeaves: uint64(c.Int64("tiles-max-leaves")),
+				Timeout: c.Duration("timeout"), Deadline: c.Duration("deadline"), Logger: log,
 			})
 			return auditResult(d.stdio, rep, err)
 		},
 	}
+}
+
+// checkAuditFlags refuses bounds that audit.Options would read as "the default" (zero) or that
+// net/http would read as "none" (a negative timeout).
+func checkAuditFlags(c *cli.Context) error {
+	for _, name := range []string{"timeout", "deadline"} {
+		if c.Duration(name) <= 0 {
+			return usageError(fmt.Errorf("audit: --%s must be positive", name))
+		}
+	}
+	if c.Int64("tiles-max-leaves") < 1 {
+		return usageError(errors.New("audit: --tiles-max-leaves must be at least 1"))
+	}
+	return nil
 }
 
 // auditResult prints the report (stdout) or what failed (stderr), as HISTOR's auditor does.
