@@ -74,6 +74,10 @@ type Config struct {
 	MaxPages         int
 	MaxSSEEventBytes int
 	MaxJSONDepth     int
+	// MaxResponseHeaderBytes bounds one response's header, which is read
+	// whole before any body bound applies; past it an observation ends as
+	// "too-large". Zero takes guard.DefaultMaxResponseHeaderBytes (64 KiB).
+	MaxResponseHeaderBytes int64
 	// ScanLimits bound the pattern scan (bytes per text, per tool and in all,
 	// matches); a scan stopped by one yields an inconclusive label with
 	// reason HISTOR-SCAN-001. Zero takes scan.DefaultLimits.
@@ -82,8 +86,9 @@ type Config struct {
 	// Default 256.
 	Batch int
 	// Guard overrides parts of the address guard's configuration; tests set
-	// Resolver and RootCAs. AllowPrivate, MaxConnsPerHost, UserAgent and
-	// Logger are always taken from the fields above.
+	// Resolver and RootCAs. AllowPrivate, MaxConnsPerHost,
+	// MaxResponseHeaderBytes, UserAgent and Logger are always taken from the
+	// fields above.
 	Guard guard.Config
 	// Now is the clock; default time.Now. Tests move it forward by days.
 	Now func() time.Time
@@ -155,6 +160,7 @@ func (c *Config) checkBounds() error {
 		"MaxResponseBytes": c.MaxResponseBytes, "MaxToolSetBytes": c.MaxToolSetBytes,
 		"MaxTools": int64(c.MaxTools), "MaxPages": int64(c.MaxPages),
 		"MaxSSEEventBytes": int64(c.MaxSSEEventBytes), "MaxJSONDepth": int64(c.MaxJSONDepth),
+		"MaxResponseHeaderBytes":   c.MaxResponseHeaderBytes,
 		"RegistryOptions.MaxPages": int64(c.RegistryOptions.MaxPages), "RegistryOptions.MaxPageBytes": c.RegistryOptions.MaxPageBytes,
 		"RegistryOptions.MaxServers": int64(c.RegistryOptions.MaxServers),
 	} {

@@ -116,6 +116,7 @@ func (c *Crawler) buildClient() error {
 	gc := c.cfg.Guard
 	gc.AllowPrivate = c.cfg.AllowPrivateTargets
 	gc.MaxConnsPerHost = c.cfg.PerHost
+	gc.MaxResponseHeaderBytes = c.cfg.MaxResponseHeaderBytes
 	gc.UserAgent = guard.UserAgent(c.cfg.Version, c.cfg.PublicURL)
 	gc.Logger = c.logger
 	g, err := guard.New(gc)

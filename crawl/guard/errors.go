@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 )
 
 // ErrTemplatedURL is returned for a URL that still holds registry template variables
@@ -57,6 +58,28 @@ func (e *ResolveError) Error() string {
 
 func (e *ResolveError) Unwrap() error { return e.Err }
 
+// HeaderTooLargeError says a server sent a response header over Config.MaxResponseHeaderBytes.
+// The crawler records it as status "too-large", like any other bound a server exceeds.
+type HeaderTooLargeError struct {
+	Host  string
+	Limit int64
+	Err   error // net/http's own error
+}
+
+func (e *HeaderTooLargeError) Error() string {
+	return fmt.Sprintf("response header from %s exceeded %d bytes", e.Host, e.Limit)
+}
+
+func (e *HeaderTooLargeError) Unwrap() error { return e.Err }
+
+// headerTooLargeText is how net/http words a response header over Transport.MaxResponseHeaderBytes;
+// it offers no error value to match, so the guard matches the text (a test pins it).
+const headerTooLargeText = "server response headers exceeded"
+
+func isHeaderTooLarge(err error) bool {
+	return strings.Contains(err.Error(), headerTooLargeText)
+}
+
 // Status maps an error from Check or from the client to the crawl status it stands for, and
 // reports false for errors the guard did not produce (timeouts and network errors are the
 // caller's to classify).
@@ -65,6 +88,7 @@ func Status(err error) (string, bool) {
 		blocked *BlockedError
 		policy  *PolicyError
 		resolve *ResolveError
+		header  *HeaderTooLargeError
 	)
 	switch {
 	case errors.Is(err, ErrTemplatedURL):
@@ -73,6 +97,8 @@ func Status(err error) (string, bool) {
 		return "blocked-address", true
 	case errors.As(err, &resolve):
 		return "connect", true
+	case errors.As(err, &header):
+		return "too-large", true
 	}
 	return "", false
 }

@@ -55,9 +55,17 @@ type Config struct {
 	UserAgent string
 	// RootCAs verifies server certificates; nil means the system pool. Tests set it.
 	RootCAs *x509.CertPool
+	// MaxResponseHeaderBytes bounds the header of one response (status line and fields). A
+	// server that sends more ends the request with a *HeaderTooLargeError ("too-large").
+	// Default DefaultMaxResponseHeaderBytes.
+	MaxResponseHeaderBytes int64
 	// Logger receives the guard's few logs. Default slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultMaxResponseHeaderBytes is Config.MaxResponseHeaderBytes' default, 64 KiB: far above
+// what an MCP server needs, far below net/http's own 10 MiB.
+const DefaultMaxResponseHeaderBytes = 64 << 10
 
 // Resolver is the part of *net.Resolver the guard uses, so tests can inject private answers
 // and answers that change between lookups.
@@ -104,6 +112,12 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.MaxConnsPerHost == 0 {
 		cfg.MaxConnsPerHost = 2
 	}
+	if cfg.MaxResponseHeaderBytes < 0 {
+		return nil, fmt.Errorf("configuring guard: MaxResponseHeaderBytes %d is negative", cfg.MaxResponseHeaderBytes)
+	}
+	if cfg.MaxResponseHeaderBytes == 0 {
+		cfg.MaxResponseHeaderBytes = DefaultMaxResponseHeaderBytes
+	}
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
@@ -148,6 +162,8 @@ func (g *Guard) newClient() *http.Client {
 		MaxConnsPerHost:     g.cfg.MaxConnsPerHost,
 		MaxIdleConnsPerHost: g.cfg.MaxConnsPerHost,
 		IdleConnTimeout:     30 * time.Second,
+		// The header is read whole into memory before the body's own bounds apply.
+		MaxResponseHeaderBytes: g.cfg.MaxResponseHeaderBytes,
 	}
 	return &http.Client{
 		Transport: &transport{g: g, next: tr},
@@ -173,7 +189,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	out := req.Clone(req.Context())
 	out.Header.Set("User-Agent", t.g.cfg.UserAgent)
-	return t.next.RoundTrip(out)
+	resp, err := t.next.RoundTrip(out)
+	if err != nil && isHeaderTooLarge(err) {
+		err = &HeaderTooLargeError{Host: req.URL.Hostname(), Limit: t.g.cfg.MaxResponseHeaderBytes, Err: err}
+	}
+	return resp, err
 }
 
 // CloseIdleConnections closes pooled connections, releasing their per-host slots.

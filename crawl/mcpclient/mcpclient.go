@@ -181,6 +181,7 @@ func (c *Client) Observe(ctx context.Context, endpoint string, t Transport) *Obs
 	err := c.observe(ctx, endpoint, t, obs)
 	if err != nil {
 		obs.Status, obs.Detail = c.classify(ctx, err)
+		obs.Detail = ClipDetail(obs.Detail)
 		obs.Tools = nil
 	} else {
 		obs.Status = StatusOK

@@ -19,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2/altsrc"
 
 	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/crawl/guard"
 	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/state"
@@ -43,6 +44,7 @@ func crawlFlags() []cli.Flag {
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-tools", Value: mcpclient.DefaultMaxTools, Usage: "at most `N` tools in one observation", EnvVars: []string{"HISTOR_MAX_TOOLS"}}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-pages", Value: mcpclient.DefaultMaxPages, Usage: "at most `N` tools/list pages in one observation", EnvVars: []string{"HISTOR_MAX_PAGES"}}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-sse-event-bytes", Value: mcpclient.DefaultMaxSSEEventBytes, Usage: "at most `BYTES` in one server-sent event", EnvVars: []string{"HISTOR_MAX_SSE_EVENT_BYTES"}}),
+		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "max-response-header-bytes", Value: guard.DefaultMaxResponseHeaderBytes, Usage: "at most `BYTES` in one response header", EnvVars: []string{"HISTOR_MAX_RESPONSE_HEADER_BYTES"}}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-json-depth", Value: mcpclient.DefaultMaxJSONDepth, Usage: "at most `N` levels of JSON nesting in one message (up to 64)", EnvVars: []string{"HISTOR_MAX_JSON_DEPTH"}}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "registry-max-pages", Value: registry.DefaultMaxPages, Usage: "read at most `N` pages of the registry", EnvVars: []string{"HISTOR_REGISTRY_MAX_PAGES"}}),
 		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "registry-max-page-bytes", Value: registry.DefaultMaxPageBytes, Usage: "at most `BYTES` in one registry page", EnvVars: []string{"HISTOR_REGISTRY_MAX_PAGE_BYTES"}}),
@@ -53,21 +55,22 @@ func crawlFlags() []cli.Flag {
 // crawlConfig maps the crawl flags onto crawl.Config; crawl.New validates it.
 func crawlConfig(c *cli.Context, publicURL string, logger *slog.Logger) crawl.Config {
 	return crawl.Config{
-		Registry:            c.String("registry"),
-		AllowPrivateTargets: c.Bool("allow-private-targets"),
-		Workers:             c.Int("workers"),
-		ContinuityGap:       c.Duration("continuity-gap"),
-		OptOutFile:          c.String("opt-out"),
-		PatternSetFile:      c.String("pattern-set"),
-		ThreatRecordsFile:   c.String("threat-records"),
-		PerHost:             c.Int("per-host"),
-		Deadline:            c.Duration("observation-deadline"),
-		MaxResponseBytes:    c.Int64("max-response-bytes"),
-		MaxToolSetBytes:     c.Int64("max-toolset-bytes"),
-		MaxTools:            c.Int("max-tools"),
-		MaxPages:            c.Int("max-pages"),
-		MaxSSEEventBytes:    c.Int("max-sse-event-bytes"),
-		MaxJSONDepth:        c.Int("max-json-depth"),
+		Registry:               c.String("registry"),
+		AllowPrivateTargets:    c.Bool("allow-private-targets"),
+		Workers:                c.Int("workers"),
+		ContinuityGap:          c.Duration("continuity-gap"),
+		OptOutFile:             c.String("opt-out"),
+		PatternSetFile:         c.String("pattern-set"),
+		ThreatRecordsFile:      c.String("threat-records"),
+		PerHost:                c.Int("per-host"),
+		Deadline:               c.Duration("observation-deadline"),
+		MaxResponseBytes:       c.Int64("max-response-bytes"),
+		MaxToolSetBytes:        c.Int64("max-toolset-bytes"),
+		MaxTools:               c.Int("max-tools"),
+		MaxPages:               c.Int("max-pages"),
+		MaxSSEEventBytes:       c.Int("max-sse-event-bytes"),
+		MaxJSONDepth:           c.Int("max-json-depth"),
+		MaxResponseHeaderBytes: c.Int64("max-response-header-bytes"),
 		RegistryOptions: registry.Options{
 			MaxPages:     c.Int("registry-max-pages"),
 			MaxPageBytes: c.Int64("registry-max-page-bytes"),
@@ -92,7 +95,7 @@ func checkCrawlFlags(c *cli.Context) error {
 	if c.Duration("observation-deadline") <= 0 {
 		return usageError(errors.New("--observation-deadline must be positive"))
 	}
-	for _, name := range []string{"max-response-bytes", "max-toolset-bytes", "registry-max-page-bytes"} {
+	for _, name := range []string{"max-response-bytes", "max-toolset-bytes", "max-response-header-bytes", "registry-max-page-bytes"} {
 		if c.Int64(name) < 1 {
 			return usageError(fmt.Errorf("--%s must be at least 1", name))
 		}

@@ -85,6 +85,7 @@ func TestCrawlBoundFlags(t *testing.T) {
 		"zero registry pages":    {"--registry-max-pages", "0"},
 		"zero SSE event bytes":   {"--max-sse-event-bytes", "0"},
 		"zero registry page len": {"--registry-max-page-bytes", "0"},
+		"zero header bytes":      {"--max-response-header-bytes", "0"},
 	} {
 		var out, errb bytes.Buffer
 		d := deps{stdio: Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}}
@@ -104,6 +105,7 @@ func TestServeCrawlFlags(t *testing.T) {
 	file := writeConfig(t, "data = \"/d\"\nworkers = 7\nregistry = \"https://registry.example\"\nmax-tools = 900\nregistry-max-page-bytes = 65536\n")
 	t.Setenv("HISTOR_CRAWL_INTERVAL", "6h")
 	t.Setenv("HISTOR_OBSERVATION_DEADLINE", "15s")
+	t.Setenv("HISTOR_MAX_RESPONSE_HEADER_BYTES", "8192")
 	var got serveCrawl
 	d := deps{
 		stdio: Stdio{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &bytes.Buffer{}},
@@ -123,7 +125,7 @@ func TestServeCrawlFlags(t *testing.T) {
 		t.Errorf("serve crawl settings %+v (interval %s)", c, got.Interval)
 	}
 	if c.MaxTools != 900 || c.RegistryOptions.MaxPageBytes != 65536 || c.Deadline != 15*time.Second ||
-		c.PerHost != 3 || c.MaxJSONDepth != 32 || c.MaxPages != 9 ||
+		c.PerHost != 3 || c.MaxJSONDepth != 32 || c.MaxPages != 9 || c.MaxResponseHeaderBytes != 8192 ||
 		c.MaxResponseBytes != mcpclient.DefaultMaxResponseBytes || c.RegistryOptions.MaxServers != registry.DefaultMaxServers {
 		t.Errorf("serve crawl bounds %+v", c)
 	}
