@@ -3,11 +3,9 @@ package crawl
 import (
 	"context"
 	"net/url"
-	"strings"
 	"sync"
 
-	"golang.org/x/net/idna"
-
+	"github.com/histor-observer/histor/crawl/guard"
 	"github.com/histor-observer/histor/crawl/registry"
 )
 
@@ -51,19 +49,19 @@ func newScheduler(targets []registry.Target, perHost int) *scheduler {
 	return s
 }
 
-// hostOf is the scheduling key of an endpoint: its host name in IDNA ASCII,
-// as the guard keys its connection bound, so "bücher.example" and
-// "xn--bcher-kva.example" share their two slots, as do "a.example." and
-// "a.example". An unparseable URL gets
+// hostOf is the scheduling key of an endpoint: the guard's own key for its
+// host (guard.HostKey), so every spelling the guard bounds as one host
+// ("bü_cher.example" and its xn-- form, "a.example." and "A.example")
+// shares its two slots here too. An endpoint the guard would refuse gets
 // its own key; the guard refuses it with a status.
 func hostOf(endpoint string) string {
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		return endpoint
 	}
-	h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if a, err := idna.Lookup.ToASCII(h); err == nil {
-		return a
+	h, err := guard.HostKey(u.Hostname())
+	if err != nil {
+		return endpoint
 	}
 	return h
 }

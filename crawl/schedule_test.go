@@ -139,3 +139,31 @@ func TestHostOfTrailingDot(t *testing.T) {
 		t.Errorf("host keys %q and %q differ", a, b)
 	}
 }
+
+// TestSchedulerSharesGuardSpellings: two SSE targets on two spellings of
+// one host the guard bounds as one ("bü_cher.example", which IDNA lookup
+// with STD3 rules refuses, and its xn-- form) share its two slots, so the
+// second is not handed out while the first holds both; otherwise each
+// would hold one of the guard's two connections and wait for the other.
+func TestSchedulerSharesGuardSpellings(t *testing.T) {
+	if a, b := hostOf("https://bü_cher.example/sse"), hostOf("https://XN--B_CHER-3YA.example./sse"); a != b || a != "xn--b_cher-3ya.example" {
+		t.Fatalf("host keys %q and %q, want both xn--b_cher-3ya.example", a, b)
+	}
+	s := newScheduler([]registry.Target{
+		{ID: "1", Endpoint: "https://bü_cher.example/sse", Transport: registry.TransportSSE},
+		{ID: "2", Endpoint: "https://xn--b_cher-3ya.example/sse", Transport: registry.TransportSSE},
+	}, 2)
+	_, release, ok := s.take(context.Background())
+	if !ok {
+		t.Fatal("no first target")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, _, ok := s.take(ctx); ok {
+		t.Fatal("the second spelling was handed out while the first held the host's two slots")
+	}
+	release()
+	if _, _, ok := s.take(context.Background()); !ok {
+		t.Error("the second target was not handed out once the first was released")
+	}
+}

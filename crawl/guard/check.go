@@ -102,6 +102,12 @@ func effectivePort(p, scheme string) (uint16, error) {
 	return uint16(n), nil
 }
 
+// HostKey is the name the guard bounds connections by for a URL's host (url.URL.Hostname): an
+// IP literal as written, a name in IDNA ASCII by the guard's own profile, lower case, without a
+// trailing dot. A scheduler that keys hosts by it shares a host's slots exactly as the guard
+// does; an error means the guard refuses the host.
+func HostKey(hostname string) (string, error) { return asciiHost(hostname) }
+
 // asciiHost returns the host as it goes on the wire: an IP literal unchanged (without zone),
 // a name in IDNA ASCII, lower case, without a trailing dot.
 func asciiHost(h string) (string, error) {
