@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
 )
@@ -53,9 +54,7 @@ func (c *Crawler) commit(ctx context.Context, batch []*prepared, sum *Summary, s
 		for _, p := range batch {
 			if err := c.appendAll(ctx, []*prepared{p}, true); err != nil {
 				c.logger.Error("appending labels", "target", targetID(p), "error", err)
-				p.err = err
-				p.entries = nil
-				p.update.Observation, p.update.Change = nil, nil
+				p.failed(err)
 			}
 		}
 	}
@@ -93,6 +92,20 @@ func (c *Crawler) appendAll(ctx context.Context, batch []*prepared, withSets boo
 	}
 	_, err := c.log.Append(context.WithoutCancel(ctx), entries, ev)
 	return err
+}
+
+// failed marks p as a target whose labels could not be appended: none of
+// them counts, its observation and change stay as they were, and the summary
+// and the stored target both say internal-error.
+func (p *prepared) failed(err error) {
+	p.err, p.status = err, StatusInternalError
+	p.entries, p.methods, p.evidence = nil, nil, nil
+	p.update.Observation, p.update.Change = nil, nil
+	if t := p.update.Target; t != nil {
+		failed := *t
+		failed.Status, failed.Detail = StatusInternalError, clipText(err.Error(), mcpclient.MaxDetailBytes)
+		p.update.Target = &failed
+	}
 }
 
 func targetID(p *prepared) string {

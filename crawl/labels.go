@@ -29,14 +29,15 @@ var scanTruncated = awr.Reason{Code: ReasonScanTruncated, Detail: "a scan bound 
 const instructionsTool = "(instructions)"
 
 // scanLabels issues the pattern-scan label over tools and instructions and
-// the name-threat label over the server name.
-func (j *crawlJob) scanLabels(p *prepared, t registry.Target, in awr.LabelInput, tools []any, instructions *string) error {
+// the name-threat label over the server name. clipped says the instructions
+// are a stored prefix of longer ones, so the scan counts as truncated.
+func (j *crawlJob) scanLabels(p *prepared, t registry.Target, in awr.LabelInput, tools []any, instructions *string, clipped bool) error {
 	ps, rs := j.c.patterns, j.c.records
 	scanIn := in
 	scanIn.Reasons = nil
 	scanIn.PatternSet = awr.Ref{ID: ps.ID(), DigestSRI: ps.Digest()}
 	res := scan.ScanWith(ps, tools, instructions, j.c.cfg.ScanLimits)
-	if res.Truncated {
+	if res.Truncated || clipped {
 		scanIn.Reasons = []awr.Reason{scanTruncated}
 	}
 	for _, m := range res.Matches {
@@ -138,7 +139,8 @@ const MaxLabelBytes = 32 << 10
 // lists fewer matches, halving until it fits: a scan label then carries
 // HISTOR-SCAN-001 ("some matches were not listed") and stays inconclusive;
 // a name-threat label keeps at least one match, so it stays inconclusive
-// too. A label that cannot fit is an error naming its size.
+// too. As a last resort every reason keeps its code but its detail becomes
+// detailWithheld. A label that cannot fit is an error naming its size.
 func (j *crawlJob) signFitting(method string, in *awr.LabelInput) ([]byte, error) {
 	for {
 		signed, err := awr.IssueLabel(method, *in, j.c.key)
@@ -153,8 +155,30 @@ func (j *crawlJob) signFitting(method string, in *awr.LabelInput) ([]byte, error
 			}
 		case len(in.RecordMatches) > 1:
 			in.RecordMatches = in.RecordMatches[:len(in.RecordMatches)/2]
+		case detailsLeft(in.Reasons):
+			in.Reasons = withoutDetails(in.Reasons)
 		default:
 			return nil, fmt.Errorf("%s label is %d bytes, over the %d-byte bound, with nothing left to shorten", method, len(signed), MaxLabelBytes)
 		}
 	}
+}
+
+// detailWithheld replaces the details of a label's reasons when nothing else
+// shortened it enough; the codes still say what each reason is.
+const detailWithheld = "detail withheld: the label would exceed its size bound"
+
+// detailsLeft reports whether some reason still has a detail other than
+// detailWithheld.
+func detailsLeft(rs []awr.Reason) bool {
+	return slices.ContainsFunc(rs, func(r awr.Reason) bool { return r.Detail != detailWithheld })
+}
+
+// withoutDetails is rs with every detail replaced by detailWithheld; a new
+// slice, so the caller's reasons stay as they were.
+func withoutDetails(rs []awr.Reason) []awr.Reason {
+	out := make([]awr.Reason, len(rs))
+	for i, r := range rs {
+		out[i] = awr.Reason{Code: r.Code, Detail: detailWithheld}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/registry"
@@ -12,6 +13,11 @@ import (
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 )
+
+// StatusInternalError is the status of a target our side failed on (its
+// labels could not be issued or appended); the summary counts it there too,
+// whatever the server answered.
+const StatusInternalError = "internal-error"
 
 // crawlJob is what every target of one crawl shares.
 type crawlJob struct {
@@ -63,9 +69,9 @@ func (j *crawlJob) process(ctx context.Context, t registry.Target, obs *mcpclien
 	if err != nil {
 		j.c.logger.Error("processing target", "id", t.ID, "endpoint", t.Endpoint, "error", err)
 		p.entries, p.evidence, p.methods, p.update.Change = nil, nil, nil, nil
-		p.err = err
+		p.err, p.status = err, StatusInternalError
 		cur = *prev
-		cur.Status, cur.Detail, cur.ObservedAt = "internal-error", err.Error(), now
+		cur.Status, cur.Detail, cur.ObservedAt = StatusInternalError, clipText(err.Error(), mcpclient.MaxDetailBytes), now
 	}
 	cur.Labels = labelIDs(prev.Labels, p)
 	p.update.Target = &state.Target{Target: t, Status: cur.Status, Detail: cur.Detail, LastCrawled: now}
@@ -94,7 +100,7 @@ func (j *crawlJob) observed(p *prepared, t registry.Target, obs *mcpclient.Obser
 		obsAnchor = a
 	}
 	if len(obs.Tools) > 0 && (newSubject || prev.Sets != j.sets) {
-		if err := j.scanLabels(p, t, in, obs.Tools, obs.Instructions); err != nil {
+		if err := j.scanLabels(p, t, in, obs.Tools, obs.Instructions, false); err != nil {
 			return err
 		}
 		cur.Sets = j.sets
@@ -113,12 +119,30 @@ func (j *crawlJob) observed(p *prepared, t registry.Target, obs *mcpclient.Obser
 		cur.UnchangedSince = now
 	}
 	cur.Subject, cur.SubjectURN, cur.ToolSetDigest = subj.sri, subj.urn, subj.digest
-	cur.ToolCount, cur.Instructions, cur.LastOK, cur.StretchReported = subj.desc.ToolSet.Count, obs.Instructions, now, false
+	cur.ToolCount, cur.LastOK, cur.StretchReported = subj.desc.ToolSet.Count, now, false
+	cur.Instructions, cur.InstructionsClipped = storedInstructions(obs.Instructions, j.c.cfg.ScanLimits.BytesPerText)
 	cur.Refusal = ""
 	if subj.refusal != nil {
 		cur.Refusal = subj.refusal.Code
 	}
 	return nil
+}
+
+// storedInstructions is what of a server's instructions the state keeps:
+// the scan reads at most perText bytes of them, so the first perText+1
+// bytes, extended to the next rune boundary (at most 3 bytes more, so the
+// text stays valid UTF-8), scan exactly as the whole does, truncation flag
+// included. clipped says they were cut.
+func storedInstructions(s *string, perText int) (kept *string, clipped bool) {
+	if s == nil || len(*s) <= perText+1 {
+		return s, false
+	}
+	n := perText + 1
+	for n < len(*s) && !utf8.RuneStart((*s)[n]) {
+		n++
+	}
+	cut := (*s)[:n]
+	return &cut, n < len(*s)
 }
 
 // base is the label input every label over subj shares.
@@ -136,12 +160,33 @@ func (j *crawlJob) base(t registry.Target, subj *subject, now time.Time) awr.Lab
 }
 
 // reasonDetail keeps a refusal's wording unless it happens to hold a word a
-// label may never carry (a tool name can hold anything).
+// label may never carry (a tool name can hold anything), clipped to
+// MaxReasonDetailBytes: the wording may quote a tool name of any length.
 func reasonDetail(detail, code string) string {
 	if detail == "" || awr.ForbiddenWord(detail) != "" {
 		return code + ": the tool set could not be digested"
 	}
-	return detail
+	return clipText(detail, MaxReasonDetailBytes)
+}
+
+// MaxReasonDetailBytes bounds the detail of a refusal reason a label
+// carries; the code says what the refusal is, the detail only illustrates.
+const MaxReasonDetailBytes = 200
+
+// clipMark ends a text clipText shortened.
+const clipMark = "…"
+
+// clipText is s cut to at most max bytes at a rune boundary, "…" marking a
+// cut.
+func clipText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	n := max - len(clipMark)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + clipMark
 }
 
 // chain extends the target's label chain: the first observation label
@@ -216,7 +261,7 @@ func (j *crawlJob) rescan(_ context.Context, p *prepared, t registry.Target, pre
 		ToolSet:    awr.ToolSet{Count: prev.ToolCount, DigestSRI: prev.ToolSetDigest},
 		Server:     awr.Server{Name: t.Name, Registry: j.c.regURN},
 	}
-	if err := j.scanLabels(p, t, in, tools, prev.Instructions); err != nil {
+	if err := j.scanLabels(p, t, in, tools, prev.Instructions, prev.InstructionsClipped); err != nil {
 		return err
 	}
 	cur.Sets = j.sets

@@ -71,10 +71,14 @@ type Observation struct {
 	// ToolSetDigest is the MTL/1 tool-set digest of that observation (also the
 	// evidence address of its canonical tool set); "" when it had none, and
 	// Refusal then names why (MTL-NUM-001, MTL-SUBJ-002, …).
-	ToolSetDigest string  `json:"toolSetDigest,omitempty"`
-	Refusal       string  `json:"refusal,omitempty"`
-	ToolCount     int     `json:"toolCount"`
-	Instructions  *string `json:"instructions,omitempty"` // as last sent, for re-scans
+	ToolSetDigest string `json:"toolSetDigest,omitempty"`
+	Refusal       string `json:"refusal,omitempty"`
+	ToolCount     int    `json:"toolCount"`
+	// Instructions are the server's instructions as last sent, for re-scans,
+	// cut to what a scan reads; InstructionsClipped says they were cut, so a
+	// re-scan under larger limits still reports the scan as truncated.
+	Instructions        *string `json:"instructions,omitempty"`
+	InstructionsClipped bool    `json:"instructionsClipped,omitempty"`
 	// LastOK is when the current subject was last seen; UnchangedSince when it
 	// was first seen.
 	LastOK         time.Time `json:"lastOk,omitzero"`
