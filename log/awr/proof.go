@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/histor-observer/histor/log/canon"
 )
@@ -58,10 +59,27 @@ func Sign(doc map[string]any, key ed25519.PrivateKey, created time.Time) ([]byte
 }
 
 // normalize turns any JSON-marshalable map into the tree canon.Parse would
-// give for its canonical bytes, so signing and verifying see the same values.
-// Parsing encoding/json's output strictly is enough: canonical bytes parse to
-// the same tree, so there is no need to encode and parse twice.
+// give for its encoding/json bytes, so signing and verifying see the same
+// values. The documents this package builds hold only a few Go types, and
+// those are converted directly (see treeOf); a document holding anything
+// else, or anything the direct conversion cannot vouch for, takes the JSON
+// round trip in normalizeJSON, so every caller gets exactly the tree (or the
+// error) that round trip gives.
 func normalize(doc map[string]any) (map[string]any, error) {
+	if doc != nil {
+		c := treeOf{budget: canon.DefaultLimits.MaxBytes}
+		if m, ok := c.object(doc, 1); ok {
+			return m, nil
+		}
+	}
+	return normalizeJSON(doc)
+}
+
+// normalizeJSON is normalize by way of encoding/json: marshal, then parse
+// strictly. Parsing encoding/json's output strictly is enough: canonical
+// bytes parse to the same tree, so there is no need to encode and parse
+// twice.
+func normalizeJSON(doc map[string]any) (map[string]any, error) {
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("encoding json: %w", err)
@@ -71,6 +89,125 @@ func normalize(doc map[string]any) (map[string]any, error) {
 		return nil, err
 	}
 	return v.(map[string]any), nil
+}
+
+// treeOf copies a Go value into the tree canon.Parse would return for its
+// json.Marshal bytes, without making those bytes. It knows map[string]any,
+// []any, []string, []map[string]any, string, bool, nil, int and int64, and
+// reports false, sending the caller to normalizeJSON, for anything else and
+// for every case where the round trip would change a value or refuse it:
+// invalid UTF-8 (encoding/json writes U+FFFD for it, and two keys could
+// then collide), integers beyond ±(2^53−1), nesting deeper than
+// canon.DefaultLimits allows, and documents whose JSON could exceed its
+// byte bound. A nil slice or map is JSON null, as encoding/json writes it.
+type treeOf struct {
+	// budget is what is left of canon.DefaultLimits.MaxBytes after an upper
+	// bound on the encoding/json bytes of everything converted so far: a
+	// string byte never takes more than six bytes (\u00XX, \u003c, …).
+	budget int
+}
+
+func (c *treeOf) spend(n int) bool {
+	c.budget -= n
+	return c.budget >= 0
+}
+
+func (c *treeOf) str(s string) bool {
+	return c.spend(6*len(s)+2) && utf8.ValidString(s)
+}
+
+func (c *treeOf) value(v any, depth int) (any, bool) {
+	switch x := v.(type) {
+	case nil:
+		return nil, c.spend(4)
+	case bool:
+		return x, c.spend(5)
+	case string:
+		return x, c.str(x)
+	case int:
+		return c.integer(int64(x))
+	case int64:
+		return c.integer(x)
+	case map[string]any:
+		if x == nil {
+			return nil, c.spend(4)
+		}
+		return c.object(x, depth)
+	case []any:
+		if x == nil {
+			return nil, c.spend(4)
+		}
+		if !c.enter(len(x), depth) {
+			return nil, false
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			var ok bool
+			if out[i], ok = c.value(e, depth+1); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	case []string:
+		if x == nil {
+			return nil, c.spend(4)
+		}
+		if !c.enter(len(x), depth) {
+			return nil, false
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			if !c.str(e) {
+				return nil, false
+			}
+			out[i] = e
+		}
+		return out, true
+	case []map[string]any:
+		if x == nil {
+			return nil, c.spend(4)
+		}
+		if !c.enter(len(x), depth) {
+			return nil, false
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			var ok bool
+			if out[i], ok = c.value(e, depth+1); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func (c *treeOf) integer(n int64) (any, bool) {
+	return n, c.spend(20) && n <= canon.MaxSafeInteger && n >= -canon.MaxSafeInteger
+}
+
+// enter accounts for a container of n entries at depth (the top-level
+// document is depth 1): its brackets and separators, and the depth bound.
+func (c *treeOf) enter(n, depth int) bool {
+	return depth <= canon.DefaultLimits.MaxDepth && c.spend(2+n)
+}
+
+func (c *treeOf) object(m map[string]any, depth int) (map[string]any, bool) {
+	if !c.enter(2*len(m), depth) {
+		return nil, false
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if !c.str(k) {
+			return nil, false
+		}
+		w, ok := c.value(v, depth+1)
+		if !ok {
+			return nil, false
+		}
+		out[k] = w
+	}
+	return out, true
 }
 
 // proofOptions is the proof without proofValue. It carries the document's
