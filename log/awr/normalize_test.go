@@ -37,15 +37,23 @@ func signJSON(doc map[string]any, key ed25519.PrivateKey, created time.Time) ([]
 	if id, ok := issuerID(tree["issuer"]); ok && id != did {
 		return nil, fmt.Errorf("signing document: issuer %s is not the signing key %s", clip(id), did)
 	}
-	options := proofOptions(tree, did, created)
-	msg, err := hashData(tree, options)
-	if err != nil {
+	if err := attachProof(tree, proofOptions(tree, did, created), key); err != nil {
 		return nil, fmt.Errorf("signing document: %w", err)
+	}
+	return canon.Encode(tree)
+}
+
+// attachProof signs doc (which has no proof) under options and stores the
+// finished proof in doc, the way Sign did before signTree.
+func attachProof(doc, options map[string]any, key ed25519.PrivateKey) error {
+	msg, err := hashData(doc, options)
+	if err != nil {
+		return err
 	}
 	proof := maps1(options)
 	proof["proofValue"] = "z" + base58Encode(ed25519.Sign(key, msg))
-	tree["proof"] = proof
-	return canon.Encode(tree)
+	doc["proof"] = proof
+	return nil
 }
 
 // issueLabelJSON is IssueLabel over signJSON.
@@ -335,5 +343,52 @@ func TestNormalizeCopies(t *testing.T) {
 	after, _ := normalizeJSON(doc)
 	if !reflect.DeepEqual(before, after) {
 		t.Error("changing normalize's tree changed the document")
+	}
+}
+
+// TestInsertMember holds encodeOpen and insertMember to canon.Encode: for
+// objects with member names on both sides of "proof" in UTF-16 order (and
+// none, and only one side), the open encoding is the object's encoding and
+// the proof inserted into it is the encoding of the object with the proof.
+func TestInsertMember(t *testing.T) {
+	names := []string{
+		"", "@context", "Proof", "p", "pro", "proo", "prooe", "proof\x00", "proof0", "proofValue",
+		"proog", "q", "type", "~", "\u00e9", "\ue000", "\uffff", "\U0001f600", "\U0010ffff",
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	proof := map[string]any{"type": ProofType, "proofValue": "z3", "@context": []any{"x"}}
+	for i := 0; i < 2000; i++ {
+		m := map[string]any{}
+		for n := r.IntN(len(names) + 1); n > 0; n-- {
+			m[names[r.IntN(len(names))]] = randString(r, false)
+		}
+		switch i {
+		case 0:
+			m = map[string]any{}
+		case 1:
+			m = map[string]any{"a": 1}
+		case 2:
+			m = map[string]any{"z": 1}
+		}
+		want, err := canon.Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open, at, err := encodeOpen(m, "proof")
+		if err != nil || !bytes.Equal(open, want) {
+			t.Fatalf("encodeOpen(%q) = %q, %v; want %q", m, open, err, want)
+		}
+		got, err := insertMember(open, at, "proof", proof)
+		with := maps1(m)
+		with["proof"] = proof
+		if want, _ = canon.Encode(with); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("insertMember into %q at %d = %q, %v; want %q", open, at, got, err, want)
+		}
+	}
+	if _, _, err := encodeOpen(map[string]any{"a": 1.5}, "proof"); err == nil {
+		t.Error("encodeOpen accepted a value canon.Encode refuses")
+	}
+	if _, err := insertMember([]byte("{}"), 1, "proof", "\xff"); err == nil {
+		t.Error("insertMember accepted a value canon.Encode refuses")
 	}
 }

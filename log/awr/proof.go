@@ -51,11 +51,89 @@ func Sign(doc map[string]any, key ed25519.PrivateKey, created time.Time) ([]byte
 	if id, ok := issuerID(tree["issuer"]); ok && id != did {
 		return nil, fmt.Errorf("signing document: issuer %s is not the signing key %s", clip(id), did)
 	}
-	proof := proofOptions(tree, did, created)
-	if err := attachProof(tree, proof, key); err != nil {
+	signed, err := signTree(tree, proofOptions(tree, did, created), key)
+	if err != nil {
 		return nil, fmt.Errorf("signing document: %w", err)
 	}
-	return canon.Encode(tree)
+	return signed, nil
+}
+
+// signTree signs doc (which has no proof) under options and returns the
+// RFC 8785 bytes of doc with the finished proof as its "proof" member:
+// canon.Encode of that document, made without encoding the unsecured
+// document a second time. Each member's bytes in an RFC 8785 object depend
+// on that member alone and members appear in CompareUTF16 order, so the
+// signed bytes are the unsecured bytes hashData needs with the proof
+// member inserted at its place.
+func signTree(doc, options map[string]any, key ed25519.PrivateKey) ([]byte, error) {
+	cb, err := canon.Encode(proofConfig(doc, options))
+	if err != nil {
+		return nil, fmt.Errorf("canonicalizing proof configuration: %w", err)
+	}
+	db, at, err := encodeOpen(doc, "proof")
+	if err != nil {
+		return nil, fmt.Errorf("canonicalizing document: %w", err)
+	}
+	proof := maps1(options)
+	proof["proofValue"] = "z" + base58Encode(ed25519.Sign(key, hashBytes(cb, db)))
+	return insertMember(db, at, "proof", proof)
+}
+
+// encodeOpen is canon.Encode of the object m, which has no member called
+// name, and the offset in its bytes where that member would begin were it
+// added: before the first member name sorts ahead of, else at the closing
+// brace.
+func encodeOpen(m map[string]any, name string) ([]byte, int, error) {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, canon.CompareUTF16)
+	out := append(make([]byte, 0, 4096), '{')
+	at := -1
+	for i, k := range names {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		if at < 0 && canon.CompareUTF16(name, k) < 0 {
+			at = len(out)
+		}
+		var err error
+		if out, err = canon.Append(out, k); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, ':')
+		if out, err = canon.Append(out, m[k]); err != nil {
+			return nil, 0, err
+		}
+	}
+	if at < 0 {
+		at = len(out)
+	}
+	return append(out, '}'), at, nil
+}
+
+// insertMember adds the member name: value to obj, the bytes of an encoded
+// object, at offset at as encodeOpen gives it.
+func insertMember(obj []byte, at int, name string, value any) ([]byte, error) {
+	member, err := canon.Append(nil, name)
+	if err != nil {
+		return nil, err
+	}
+	if member, err = canon.Append(append(member, ':'), value); err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(obj)+len(member)+1)
+	out = append(out, obj[:at]...)
+	switch {
+	case at < len(obj)-1: // a member follows
+		out = append(append(out, member...), ',')
+	case at > 1: // the last of several
+		out = append(append(out, ','), member...)
+	default: // the only member
+		out = append(out, member...)
+	}
+	return append(out, obj[at:]...), nil
 }
 
 // normalize turns any JSON-marshalable map into the tree canon.Parse would
@@ -227,32 +305,12 @@ func proofOptions(doc map[string]any, did string, created time.Time) map[string]
 	return p
 }
 
-// attachProof signs doc (which has no proof) under options and stores the
-// finished proof in doc.
-func attachProof(doc, options map[string]any, key ed25519.PrivateKey) error {
-	msg, err := hashData(doc, options)
-	if err != nil {
-		return err
-	}
-	proof := maps1(options)
-	proof["proofValue"] = "z" + base58Encode(ed25519.Sign(key, msg))
-	doc["proof"] = proof
-	return nil
-}
-
 // hashData is SHA-256(JCS(proofConfig)) ‖ SHA-256(JCS(unsecured document)),
-// proof configuration first (vc-di-eddsa §3.3.4; AWR/2 §6.2 step 6). The
-// configuration is the proof minus proofValue with the document's
-// @context, whether or not the serialized proof carried one.
+// proof configuration first (vc-di-eddsa §3.3.4; AWR/2 §6.2 step 6).
 func hashData(doc, proof map[string]any) ([]byte, error) {
-	config := maps1(proof)
-	delete(config, "proofValue")
-	if ctx, ok := doc["@context"]; ok {
-		config["@context"] = ctx
-	}
 	unsecured := maps1(doc)
 	delete(unsecured, "proof")
-	cb, err := canon.Encode(config)
+	cb, err := canon.Encode(proofConfig(doc, proof))
 	if err != nil {
 		return nil, fmt.Errorf("canonicalizing proof configuration: %w", err)
 	}
@@ -260,8 +318,24 @@ func hashData(doc, proof map[string]any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("canonicalizing document: %w", err)
 	}
-	ch, dh := sha256.Sum256(cb), sha256.Sum256(db)
-	return slices.Concat(ch[:], dh[:]), nil
+	return hashBytes(cb, db), nil
+}
+
+// proofConfig is the proof minus proofValue with the document's @context,
+// whether or not the serialized proof carried one.
+func proofConfig(doc, proof map[string]any) map[string]any {
+	config := maps1(proof)
+	delete(config, "proofValue")
+	if ctx, ok := doc["@context"]; ok {
+		config["@context"] = ctx
+	}
+	return config
+}
+
+// hashBytes is hashData's result from the two canonical encodings.
+func hashBytes(config, unsecured []byte) []byte {
+	ch, dh := sha256.Sum256(config), sha256.Sum256(unsecured)
+	return slices.Concat(ch[:], dh[:])
 }
 
 // maps1 is a one-level copy, enough because callers only add or remove

@@ -1,6 +1,7 @@
 package canon
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -235,6 +236,36 @@ func TestParseDeferringNumbers(t *testing.T) {
 	for _, in := range []string{`{"a":1.5,"a":2}`, `["\ud800",1.5]`, `[1.5,]`} {
 		if _, err := ParseDeferringNumbers([]byte(in), DefaultLimits); err == nil {
 			t.Errorf("ParseDeferringNumbers(%q) accepted", in)
+		}
+	}
+}
+
+// TestAppend holds Append to Encode: the same bytes after any prefix, and
+// the same refusals.
+func TestAppend(t *testing.T) {
+	values := []any{nil, true, int64(-3), 7, "a\u2028\x00\U0001f600", []any{}, map[string]any{},
+		1.5, int64(1) << 53, "\xff", map[string]any{"a": struct{}{}}}
+	for _, in := range crossCheckInputs(200) {
+		v, err := Parse([]byte(in))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		values = append(values, v)
+	}
+	for _, v := range values {
+		want, werr := Encode(v)
+		for _, prefix := range [][]byte{nil, []byte("x,"), make([]byte, 3, 64)} {
+			got, gerr := Append(prefix, v)
+			switch {
+			case (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()):
+				t.Errorf("Append(%#v) error %v, Encode error %v", v, gerr, werr)
+			case gerr != nil:
+				if got != nil {
+					t.Errorf("Append(%#v) refused but returned %q", v, got)
+				}
+			case !bytes.Equal(got, append(bytes.Clone(prefix), want...)):
+				t.Errorf("Append(%q, %#v) = %q, want the prefix then %q", prefix, v, got, want)
+			}
 		}
 	}
 }

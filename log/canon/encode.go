@@ -45,6 +45,13 @@ func Encode(v any) ([]byte, error) {
 	return appendValue(nil, v)
 }
 
+// Append is Encode writing after the bytes of dst: it returns dst with v's
+// RFC 8785 bytes appended, or nil and the error Encode would give. dst's
+// spare capacity may be written even when it fails.
+func Append(dst []byte, v any) ([]byte, error) {
+	return appendValue(dst, v)
+}
+
 func appendValue(out []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
