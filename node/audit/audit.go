@@ -86,11 +86,13 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, a.deadline)
 	defer cancel()
 	rep, err := a.run(ctx)
 	var inc *IncompleteError
-	if errors.As(err, &inc) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	// Name our deadline only when it is what expired, not the caller's.
+	if errors.As(err, &inc) && errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
 		return nil, incomplete(fmt.Sprintf("%s (the audit's deadline of %s expired)", inc.Step, a.deadline), inc.Err)
 	}
 	return rep, err

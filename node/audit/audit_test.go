@@ -212,11 +212,24 @@ func TestBadConsistencyProof(t *testing.T) {
 func TestForgedHead(t *testing.T) {
 	tl := newTestLog(t, "")
 	tl.appendLabels(t, 2)
-	bad := tamper(t, tl.node.Handler(), pathIs("/api/v1/log/sth"), editJSON(t, func(m map[string]any) {
-		m["rootHash"] = flipHex(m["rootHash"].(string))
-	}))
-	mustMisbehave(t, bad.URL, filepath.Join(t.TempDir(), "sth.json"), "signature", audit.Options{})
+	for name, edit := range map[string]func(map[string]any){
+		"another root":             func(m map[string]any) { m["rootHash"] = flipHex(m["rootHash"].(string)) },
+		"uppercase hex root":       func(m map[string]any) { m["rootHash"] = strings.ToUpper(m["rootHash"].(string)) },
+		"short signature":          func(m map[string]any) { sig(m)["value"] = sig(m)["value"].(string)[:20] },
+		"other method":             func(m map[string]any) { sig(m)["verificationMethod"] = "did:key:z6Mkother#z6Mkother" },
+		"an extra member":          func(m map[string]any) { m["note"] = "hello" },
+		"a member gone":            func(m map[string]any) { delete(m, "timestamp") },
+		"a size of the wrong sort": func(m map[string]any) { m["treeSize"] = "2" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			bad := tamper(t, tl.node.Handler(), pathIs("/api/v1/log/sth"), editJSON(t, edit))
+			mustMisbehave(t, bad.URL, filepath.Join(t.TempDir(), "sth.json"), "signature", audit.Options{})
+		})
+	}
 }
+
+// sig is the signature member of a decoded head.
+func sig(m map[string]any) map[string]any { return m["signature"].(map[string]any) }
 
 // TestAnswerThatIsNotATreeHead: JSON that is no histor.sth/v1 head at all (a proxy's error page)
 // makes the audit incomplete, not a finding against the log; a head that parses but does not

@@ -6,6 +6,8 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -50,9 +52,10 @@ func (a *auditor) fetchHead(ctx context.Context, path string, iss *issuerDoc) (*
 		return nil, err
 	}
 	// Like any unreadable answer, a document that is no tree head at all (a proxy's error page,
-	// say) says nothing yet about the log's honesty; only a head that fails its signature does.
-	if _, err := hlog.ParseSTH(doc); err != nil {
-		return nil, incomplete("reading "+path, fmt.Errorf("not a tree head: %w", err))
+	// say) says nothing yet about the log's honesty. One that says it is a histor.sth/v1 head is
+	// held to it: any malformed member or failed signature is the log's doing.
+	if !claimsToBeHead(doc) {
+		return nil, incomplete("reading "+path, errors.New("not a tree head: no JSON object of type "+hlog.STHType))
 	}
 	h, err := verifyHead(doc, iss.pub)
 	if err != nil {
@@ -121,4 +124,15 @@ func decodeHashes(hexes []string) ([][]byte, error) {
 		out[i] = b
 	}
 	return out, nil
+}
+
+// claimsToBeHead reports whether doc is a JSON object whose type member is histor.sth/v1,
+// whatever else it holds.
+func claimsToBeHead(doc []byte) bool {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(doc, &probe) != nil {
+		return false
+	}
+	var typ string
+	return json.Unmarshal(probe["type"], &typ) == nil && typ == hlog.STHType
 }
