@@ -317,12 +317,10 @@ func TestNormalizeFallback(t *testing.T) {
 			t.Errorf("%s: direct conversion ok=%v, want %v", c.name, ok, !c.fallback)
 		}
 	}
-	// A nil document is JSON null: the round trip decides what happens.
-	func() {
-		defer func() { recover() }()
-		got, err := normalize(nil)
-		t.Errorf("normalize(nil) = %v, %v; the JSON round trip panics", got, err)
-	}()
+	// A nil document is JSON null: the round trip refuses it.
+	if got, err := normalize(nil); err == nil {
+		t.Errorf("normalize(nil) = %v, want an error", got)
+	}
 }
 
 // TestNormalizeCopies checks the tree shares no map or slice with the
@@ -390,5 +388,13 @@ func TestInsertMember(t *testing.T) {
 	}
 	if _, err := insertMember([]byte("{}"), 1, "proof", "\xff"); err == nil {
 		t.Error("insertMember accepted a value canon.Encode refuses")
+	}
+}
+
+// TestSignNilDocument: a nil document is refused with an error, not a panic.
+func TestSignNilDocument(t *testing.T) {
+	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	if _, err := Sign(nil, key, time.Unix(0, 0)); err == nil {
+		t.Fatal("signed a nil document")
 	}
 }

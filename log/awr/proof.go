@@ -166,7 +166,11 @@ func normalizeJSON(doc map[string]any) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.(map[string]any), nil
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the document is not a JSON object")
+	}
+	return m, nil
 }
 
 // treeOf copies a Go value into the tree canon.Parse would return for its
