@@ -159,14 +159,16 @@ func (j *crawlJob) base(t registry.Target, subj *subject, now time.Time) awr.Lab
 	return in
 }
 
-// reasonDetail keeps a refusal's wording unless it happens to hold a word a
-// label may never carry (a tool name can hold anything), clipped to
-// MaxReasonDetailBytes: the wording may quote a tool name of any length.
+// reasonDetail keeps a refusal's wording, clipped to MaxReasonDetailBytes
+// (the wording may quote a tool name of any length), unless the clipped
+// text holds a word a label may never carry (a tool name can hold
+// anything, and a cut can make one: "safety" cut after "safe").
 func reasonDetail(detail, code string) string {
-	if detail == "" || awr.ForbiddenWord(detail) != "" {
+	clipped := clipText(detail, MaxReasonDetailBytes)
+	if clipped == "" || awr.ForbiddenWord(clipped) != "" {
 		return code + ": the tool set could not be digested"
 	}
-	return clipText(detail, MaxReasonDetailBytes)
+	return clipped
 }
 
 // MaxReasonDetailBytes bounds the detail of a refusal reason a label

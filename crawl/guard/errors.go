@@ -72,12 +72,17 @@ func (e *HeaderTooLargeError) Error() string {
 
 func (e *HeaderTooLargeError) Unwrap() error { return e.Err }
 
-// headerTooLargeText is how net/http words a response header over Transport.MaxResponseHeaderBytes;
-// it offers no error value to match, so the guard matches the text (a test pins it).
-const headerTooLargeText = "server response headers exceeded"
+// headerTooLargeText is how net/http begins the error for a response header over
+// Transport.MaxResponseHeaderBytes; it offers no error value to match, so the guard matches the
+// text (a test pins it) — at the start of the innermost error only, since other net/http errors
+// quote the server's bytes and a server could otherwise write this text to fake the status.
+const headerTooLargeText = "net/http: server response headers exceeded "
 
 func isHeaderTooLarge(err error) bool {
-	return strings.Contains(err.Error(), headerTooLargeText)
+	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(u) {
+		err = u
+	}
+	return strings.HasPrefix(err.Error(), headerTooLargeText)
 }
 
 // Status maps an error from Check or from the client to the crawl status it stands for, and

@@ -1,7 +1,9 @@
 package guard
 
 import (
+	"bufio"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,5 +41,39 @@ func TestResponseHeaderBound(t *testing.T) {
 	}
 	if _, err := New(Config{MaxResponseHeaderBytes: -1}); err == nil {
 		t.Error("a negative header bound was accepted")
+	}
+}
+
+// TestHeaderTooLargeCannotBeFaked: net/http quotes a malformed header line
+// in its error, so a server writing the bound's wording there must not be
+// taken for one over the bound.
+func TestHeaderTooLargeCannotBeFaked(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				bufio.NewReader(c).ReadString('\n')
+				c.Write([]byte("HTTP/1.1 200 OK\r\nserver response headers exceeded 1 bytes; aborted\r\n\r\n"))
+			}()
+		}
+	}()
+	g := newGuard(t, Config{AllowPrivate: true})
+	resp, err := g.Client().Get("http://" + ln.Addr().String() + "/")
+	if err == nil {
+		drain(resp)
+		t.Fatal("a malformed header was accepted")
+	}
+	var tooLarge *HeaderTooLargeError
+	if status, _ := Status(err); errors.As(err, &tooLarge) || status == "too-large" {
+		t.Fatalf("a malformed header quoting the bound's wording was taken for too-large: %v", err)
 	}
 }

@@ -463,8 +463,12 @@ func TestHarvestKeepsBoundedRecords(t *testing.T) {
 	for i := range 100 {
 		e := registrytest.Entry{Name: fmt.Sprintf("io.example/bloat-%03d", i), Title: strings.Repeat("t", 100_000)}
 		for j := range 200 {
+			pad := "" // the kept remotes carry spaces the harvest trims away
+			if j < registry.MaxRemotesPerServer {
+				pad = strings.Repeat(" ", 20_000)
+			}
 			e.Remotes = append(e.Remotes, registrytest.Remote{Type: registry.TransportStreamable,
-				URL: fmt.Sprintf("https://bloat.example/%d/%d/%s", i, j, strings.Repeat("u", 900))})
+				URL: fmt.Sprintf("%shttps://bloat.example/%d/%d/%s", pad, i, j, strings.Repeat("u", 900))})
 		}
 		entries = append(entries, e)
 	}

@@ -105,7 +105,7 @@ func (r *record) compact() {
 			continue
 		}
 		seen[url] = true
-		rm.URL = url
+		rm.URL = strings.Clone(url) // not a substring of the padded original
 		kept = append(kept, rm)
 	}
 	s.Remotes = kept

@@ -52,20 +52,30 @@ func TestHostileSchemaScanBounded(t *testing.T) {
 }
 
 // A tree of numbers holds no text, but walking it still spends the budget:
-// a scan of 1.2 million elements stops, truncated, without allocating.
+// with a 1 MiB budget a scan of 1.2 million elements (2.4 MB of JSON at
+// the least) stops, truncated, without allocating; with the default budget
+// the same shape at 1.4 million elements, inside the crawl's 3 MiB bound
+// for a tool set, is read to the end.
 func TestNodesChargeTheBudget(t *testing.T) {
-	zeros := make([]any, 1_200_000)
+	zeros := make([]any, 1_400_000)
 	for i := range zeros {
 		zeros[i] = int64(0)
 	}
-	tools := []any{map[string]any{"name": "t", "inputSchema": map[string]any{"enum": zeros}}}
+	tools := func(n int) []any {
+		return []any{map[string]any{"name": "t", "inputSchema": map[string]any{"enum": zeros[:n]}}}
+	}
+	small := DefaultLimits
+	small.BytesTotal = 1 << 20
 	var res Result
-	n := allocated(func() { res = ScanWith(Default(), tools, nil, DefaultLimits) })
+	n := allocated(func() { res = ScanWith(Default(), tools(1_200_000), nil, small) })
 	if !res.Truncated {
-		t.Error("a scan of 1.2 million nodes was not truncated")
+		t.Error("a scan of 1.2 million nodes with a 1 MiB budget was not truncated")
 	}
 	if n > 1<<20 {
 		t.Errorf("scan allocated %d bytes", n)
+	}
+	if res := ScanWith(Default(), tools(1_400_000), nil, DefaultLimits); res.Truncated {
+		t.Error("a tool set of one-digit elements within 3 MiB was truncated by the default budget")
 	}
 }
 

@@ -86,9 +86,12 @@ func ScanWith(ps *PatternSet, tools []any, instructions *string, lim Limits) Res
 const (
 	// nodeCost is what visiting one schema node (an object member or an
 	// array element) charges against Limits.BytesTotal besides the text it
-	// scans, so a tree of numbers cannot be walked for free: about the
-	// fewest bytes a node and its punctuation take in a real schema.
-	nodeCost = 8
+	// scans, so a tree of numbers cannot be walked for free: the fewest
+	// bytes a node and its punctuation can take in JSON (a one-digit
+	// element and its comma). Charging no more than that, a tool set within
+	// the crawl's 3 MiB bound costs at most twice its size and is never
+	// truncated by the default 8 MiB budget for its shape alone.
+	nodeCost = 2
 	// whereKeyBytes is the longest member name written whole in a Where;
 	// a longer one is written as its first whereKeyPrefix bytes and a hash
 	// of all of it, so a match's Where stays short and names stay distinct.
