@@ -156,6 +156,10 @@ func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
 		return nil, ErrRunning
 	}
 	defer c.running.Store(false)
+	// Every observation checks (and pins) its address afresh; forgetting the
+	// pins after a crawl keeps a long-running node from holding one for
+	// every host it ever saw.
+	defer c.guard.Forget()
 	sum, err := c.run(ctx)
 	msg := ""
 	if err != nil {

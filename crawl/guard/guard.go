@@ -216,6 +216,23 @@ func (g *Guard) approve(ctx context.Context, u *url.URL) error {
 	return err
 }
 
+// Forget drops every pinned address, so the guard holds none for hosts it
+// is done with; a request after it is checked (and pinned) again. Call it
+// between crawls, when no request is in flight: a request still under way
+// would fail its next dial as unchecked.
+func (g *Guard) Forget() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	clear(g.pins)
+}
+
+// Pinned is how many addresses the guard holds pinned.
+func (g *Guard) Pinned() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.pins)
+}
+
 func (g *Guard) pin(host string, port uint16) (netip.AddrPort, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
