@@ -180,7 +180,7 @@ func TestInstructionsStoredBounded(t *testing.T) {
 	bigger.BytesPerText, bigger.BytesPerTool, bigger.BytesTotal = 4<<20, 4<<20, 8<<20
 	e.run(t, e.crawler(t, reg, func(c *crawl.Config) {
 		c.ScanLimits = bigger
-		c.PatternSetFile = editedPatternSet(t, e)
+		c.PatternSetFile = editedPatternSet(t, e, "bounds")
 	}))
 	scans := byMethod(e.labels(t)[before:], awr.MethodPatternScan)
 	if len(scans) != 1 || scans[0].verdict != awr.VerdictInconclusive {
@@ -188,9 +188,10 @@ func TestInstructionsStoredBounded(t *testing.T) {
 	}
 }
 
-// editedPatternSet writes the shipped pattern set under a new version, so a
-// crawl with it re-issues every current subject's scan label.
-func editedPatternSet(t *testing.T, e *env) string {
+// editedPatternSet writes the shipped pattern set under a new version (its
+// version with "-"+tag appended), so a crawl with it re-issues every current
+// subject's scan label, and returns the file's path.
+func editedPatternSet(t *testing.T, e *env, tag string) string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "configs", "pattern-set.json"))
 	if err != nil {
@@ -200,10 +201,10 @@ func editedPatternSet(t *testing.T, e *env) string {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	doc["version"] = doc["version"].(string) + "-bounds"
+	doc["version"] = doc["version"].(string) + "-" + tag
 	delete(doc, "digest")
 	edited, _ := json.Marshal(doc)
-	file := filepath.Join(e.dir, "pattern-set-bounds.json")
+	file := filepath.Join(e.dir, "pattern-set-"+tag+".json")
 	if err := os.WriteFile(file, edited, 0o600); err != nil {
 		t.Fatal(err)
 	}

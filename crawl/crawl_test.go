@@ -296,21 +296,7 @@ func TestNewPatternSetReissuesScanLabels(t *testing.T) {
 	e.run(t, e.crawler(t, reg.URL, nil))
 	before := len(e.labels(t))
 
-	raw, err := os.ReadFile(filepath.Join("..", "configs", "pattern-set.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc["version"] = doc["version"].(string) + "-test"
-	delete(doc, "digest")
-	edited, _ := json.Marshal(doc)
-	psFile := filepath.Join(e.dir, "pattern-set.json")
-	if err := os.WriteFile(psFile, edited, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	psFile := editedPatternSet(t, e, "test")
 	sw.which.Store(2)
 	e.clock.advance(time.Hour)
 	sum := e.run(t, e.crawler(t, reg.URL, func(c *crawl.Config) { c.PatternSetFile = psFile }))

@@ -62,18 +62,7 @@ func (a *api) serveInclusion(w http.ResponseWriter, r *http.Request) {
 		a.proofFailed(w, r, err)
 		return
 	}
-	b := getBuf()
-	defer putBuf(b)
-	*b = append(*b, `{"leafIndex":`...)
-	*b = strconv.AppendUint(*b, leaf.value, 10)
-	*b = append(*b, `,"treeSize":`...)
-	*b = strconv.AppendUint(*b, size.value, 10)
-	*b = append(*b, `,"proof":`...)
-	*b = appendHexList(*b, proof)
-	*b = append(*b, '}')
-	// The tree only grows: a proof between fixed sizes never changes.
-	w.Header().Set("Cache-Control", cacheImmutable)
-	writeBody(w, "application/json", *b)
+	writeProof(w, `{"leafIndex":`, leaf.value, `,"treeSize":`, size.value, proof)
 }
 
 // serveConsistency answers /api/v1/log/proof/consistency?first=&second=.
@@ -102,16 +91,22 @@ func (a *api) serveConsistency(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	writeProof(w, `{"first":`, first.value, `,"second":`, second.value, proof)
+}
+
+// writeProof answers {"<a>":x,"<b>":y,"proof":[hex,…]}, HISTOR's shape for
+// both proofs; head and mid are the opening JSON up to each number. The
+// tree only grows, so a proof between fixed sizes never changes.
+func writeProof(w http.ResponseWriter, head string, x uint64, mid string, y uint64, proof [][32]byte) {
 	b := getBuf()
 	defer putBuf(b)
-	*b = append(*b, `{"first":`...)
-	*b = strconv.AppendUint(*b, first.value, 10)
-	*b = append(*b, `,"second":`...)
-	*b = strconv.AppendUint(*b, second.value, 10)
+	*b = append(*b, head...)
+	*b = strconv.AppendUint(*b, x, 10)
+	*b = append(*b, mid...)
+	*b = strconv.AppendUint(*b, y, 10)
 	*b = append(*b, `,"proof":`...)
 	*b = appendHexList(*b, proof)
 	*b = append(*b, '}')
-	// The tree only grows: a proof between fixed sizes never changes.
 	w.Header().Set("Cache-Control", cacheImmutable)
 	writeBody(w, "application/json", *b)
 }

@@ -216,52 +216,32 @@ func (c *treeOf) value(v any, depth int) (any, bool) {
 		}
 		return c.object(x, depth)
 	case []any:
-		if x == nil {
-			return nil, c.spend(4)
-		}
-		if !c.enter(len(x), depth) {
-			return nil, false
-		}
-		out := make([]any, len(x))
-		for i, e := range x {
-			var ok bool
-			if out[i], ok = c.value(e, depth+1); !ok {
-				return nil, false
-			}
-		}
-		return out, true
+		return sliceOf(c, x, depth)
 	case []string:
-		if x == nil {
-			return nil, c.spend(4)
-		}
-		if !c.enter(len(x), depth) {
-			return nil, false
-		}
-		out := make([]any, len(x))
-		for i, e := range x {
-			if !c.str(e) {
-				return nil, false
-			}
-			out[i] = e
-		}
-		return out, true
+		return sliceOf(c, x, depth)
 	case []map[string]any:
-		if x == nil {
-			return nil, c.spend(4)
-		}
-		if !c.enter(len(x), depth) {
-			return nil, false
-		}
-		out := make([]any, len(x))
-		for i, e := range x {
-			var ok bool
-			if out[i], ok = c.value(e, depth+1); !ok {
-				return nil, false
-			}
-		}
-		return out, true
+		return sliceOf(c, x, depth)
 	}
 	return nil, false
+}
+
+// sliceOf converts a slice of any element type value knows into an array
+// (nil is null).
+func sliceOf[T any](c *treeOf, xs []T, depth int) (any, bool) {
+	if xs == nil {
+		return nil, c.spend(4)
+	}
+	if !c.enter(len(xs), depth) {
+		return nil, false
+	}
+	out := make([]any, len(xs))
+	for i, e := range xs {
+		var ok bool
+		if out[i], ok = c.value(e, depth+1); !ok {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 func (c *treeOf) integer(n int64) (any, bool) {
