@@ -20,7 +20,9 @@ const prefixChangeID = "ci/"
 type Update struct {
 	Target      *Target
 	Observation *Observation
-	Change      *Change
+	Change      *Change // its Seq is assigned by CommitAll
+	Span        *Span   // the target's open timeline span, as it now stands
+	Labels      []LabelRef
 }
 
 // Commit writes u in one synced batch.
@@ -28,21 +30,67 @@ func (s *Store) Commit(u Update) error { return s.CommitAll([]Update{u}) }
 
 // CommitAll writes several targets' updates in one synced batch: the crawl
 // commits the targets of one log append together, after the append is durable.
+//
+// Each change gets the next sequence number (HISTOR's integer change id);
+// the caller's Change is updated with it once the batch is durable.
 func (s *Store) CommitAll(us []Update) error {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
-	for _, u := range us {
-		if err := addUpdate(b, u); err != nil {
+	seqs, err := s.assignSeqs(b, us)
+	if err != nil {
+		return err
+	}
+	for i, u := range us {
+		if err := addUpdate(b, u, seqs[i]); err != nil {
 			return err
 		}
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("writing crawl state: %w", err)
 	}
+	for i, u := range us {
+		if u.Change != nil {
+			u.Change.Seq = seqs[i]
+		}
+	}
 	return nil
 }
 
-func addUpdate(b *pebble.Batch, u Update) error {
+// assignSeqs gives each new change in us the next sequence number; a change
+// already stored (the same change committed again) keeps its own.
+func (s *Store) assignSeqs(b *pebble.Batch, us []Update) ([]int64, error) {
+	seqs := make([]int64, len(us))
+	n := 0
+	for i, u := range us {
+		if u.Change == nil {
+			continue
+		}
+		old, err := s.Change(u.Change.ID)
+		switch {
+		case err == nil && old.Seq > 0:
+			seqs[i] = old.Seq
+		case err == nil || errors.Is(err, ErrNotFound):
+			n++
+			seqs[i] = -int64(n)
+		default:
+			return nil, err
+		}
+	}
+	first, err := s.nextSeqs(b, n)
+	if err != nil {
+		return nil, err
+	}
+	for i := range seqs {
+		if seqs[i] < 0 {
+			seqs[i] = first - seqs[i] - 1
+		}
+	}
+	return seqs, nil
+}
+
+func addUpdate(b *pebble.Batch, u Update, seq int64) error {
 	if u.Target != nil {
 		if err := setJSON(b, prefixTarget+u.Target.ID, u.Target); err != nil {
 			return err
@@ -53,8 +101,11 @@ func addUpdate(b *pebble.Batch, u Update) error {
 			return err
 		}
 	}
+	if err := addHistory(b, u); err != nil {
+		return err
+	}
 	if u.Change != nil {
-		return putChange(b, u.Change)
+		return putChange(b, u.Change, seq)
 	}
 	return nil
 }
@@ -75,12 +126,17 @@ func (s *Store) PutTargets(ts []Target) error {
 	return nil
 }
 
-func putChange(b *pebble.Batch, c *Change) error {
+func putChange(b *pebble.Batch, c *Change, seq int64) error {
 	if c.ID == "" || c.TargetID == "" {
 		return errors.New("storing change: id and target id are required")
 	}
 	key := changeKey(c.At, c.ID)
-	if err := setJSON(b, key, c); err != nil {
+	stored := *c
+	stored.Seq = seq
+	if err := setJSON(b, key, &stored); err != nil {
+		return err
+	}
+	if err := b.Set([]byte(seqKey(seq)), []byte(key), nil); err != nil {
 		return err
 	}
 	return b.Set([]byte(prefixChangeID+c.ID), []byte(key), nil)

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -31,7 +32,13 @@ const (
 	prefixObs     = "o/"
 	prefixChange  = "c/"
 	prefixRun     = "r/"
+	prefixSpan    = "s/"  // s/<target>/<from>: Span
+	prefixLabel   = "l/"  // l/<target>/<leaf index>: LabelRef
+	prefixLabelID = "li/" // li/<label id>: target id
+	prefixSeq     = "cs/" // cs/<seq>: key of the change under prefixChange
+	prefixReport  = "k/"  // k/<target>/<day>/<digest>: client report count
 	keyPatternSet = "m/pattern-set"
+	keyChangeSeq  = "m/change-seq"
 )
 
 // Target is a registry target as last harvested, with its latest status.
@@ -95,6 +102,61 @@ type Observation struct {
 	// StretchReported says the current unreachable stretch already has its
 	// one inconclusive continuity label; cleared on the next ok observation.
 	StretchReported bool `json:"stretchReported,omitempty"`
+
+	// What the reading API reports (HISTOR's server summary). FirstPinned is
+	// when the target's first tool-set digest was observed (never changes once
+	// set); OKObservations counts ok attempts, Attempts every attempt, Changes
+	// the change records; all three never decrease.
+	FirstPinned    time.Time `json:"firstPinned,omitzero"`
+	OKObservations int       `json:"okObservations,omitempty"`
+	Attempts       int       `json:"attempts,omitempty"`
+	Changes        int       `json:"changes,omitempty"`
+	// BlockMatches, AdviseMatches and RecordMatches count the matches of the
+	// current subject's latest pattern-scan (by tier) and name-threat labels.
+	BlockMatches  int `json:"blockMatches,omitempty"`
+	AdviseMatches int `json:"adviseMatches,omitempty"`
+	RecordMatches int `json:"recordMatches,omitempty"`
+	// ServerName and ServerVersion are serverInfo.name and .version of the
+	// latest ok observation, clipped; "" when not sent as strings.
+	ServerName    string `json:"serverName,omitempty"`
+	ServerVersion string `json:"serverVersion,omitempty"`
+	// Span is the open span of the target's timeline: the run of attempts
+	// the latest one belongs to. It is also stored as a Span record.
+	Span *Span `json:"span,omitempty"`
+}
+
+// Span is one stretch of a target's timeline: consecutive attempts that
+// ended alike (same status, same subject and tool-set digests). A new
+// attempt that ends alike extends the open span (Until, Count); any other
+// starts a new one. Spans are keyed by target and From, so extending one
+// rewrites its record.
+type Span struct {
+	TargetID      string    `json:"targetId"`
+	From          time.Time `json:"from"`
+	Until         time.Time `json:"until"`
+	Count         int       `json:"count"`
+	Status        string    `json:"status"`
+	Detail        string    `json:"detail,omitempty"`
+	ToolSetDigest string    `json:"toolSetDigest,omitempty"`
+	SubjectDigest string    `json:"subjectDigest,omitempty"`
+	ToolCount     int       `json:"toolCount"`
+	ServerName    string    `json:"serverName,omitempty"`
+	ServerVersion string    `json:"serverVersion,omitempty"`
+}
+
+// LabelRef is one label issued for a target, as the reading API lists it.
+// Written with the target's update once the label is durable in the log,
+// so LeafIndex is known.
+type LabelRef struct {
+	TargetID   string    `json:"targetId"`
+	ID         string    `json:"id"`
+	Method     string    `json:"method"`  // method URN
+	Verdict    string    `json:"verdict"` // pass, fail or inconclusive
+	Subject    string    `json:"subject"` // subject URN
+	ObservedAt time.Time `json:"observedAt"`
+	IssuedAt   time.Time `json:"issuedAt"`
+	Digest     string    `json:"digest"` // SRI of the signed label's bytes
+	LeafIndex  uint64    `json:"leafIndex"`
 }
 
 // Change is one change record: a target's tool-set digest moved.
@@ -109,6 +171,9 @@ type Change struct {
 	Summary  json.RawMessage `json:"summary"` // crawl/diff's record of what changed
 	// LabelID is the continuity label issued with the change, if one was.
 	LabelID string `json:"labelId,omitempty"`
+	// Seq is HISTOR's integer change id: assigned by CommitAll, 1, 2, 3…
+	// in commit order, never reused. Zero until committed.
+	Seq int64 `json:"seq"`
 }
 
 // Run records one crawl.
@@ -127,6 +192,9 @@ type Run struct {
 type Store struct {
 	db     *pebble.DB
 	logger *slog.Logger
+	// commitMu serialises CommitAll, so change sequence numbers are
+	// assigned in commit order without gaps or repeats.
+	commitMu sync.Mutex
 }
 
 // Open opens (or creates) the state database in dir.

@@ -1,0 +1,214 @@
+package state
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// This file holds the records the reading API lists per target: the
+// timeline (Span), the labels (LabelRef), change sequence numbers and the
+// client reports /check counts.
+
+// spanKey orders a target's spans oldest first.
+func spanKey(s *Span) string {
+	return prefixSpan + s.TargetID + "/" + hex16(uint64(s.From.UnixNano()))
+}
+
+func labelKey(l *LabelRef) string {
+	return prefixLabel + l.TargetID + "/" + hex16(l.LeafIndex)
+}
+
+func hex16(v uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return hex.EncodeToString(b[:])
+}
+
+func addHistory(b *pebble.Batch, u Update) error {
+	if u.Span != nil {
+		if u.Span.TargetID == "" {
+			return errors.New("storing span: target id is required")
+		}
+		if err := setJSON(b, spanKey(u.Span), u.Span); err != nil {
+			return err
+		}
+	}
+	for i := range u.Labels {
+		l := &u.Labels[i]
+		if l.TargetID == "" || l.ID == "" {
+			return errors.New("storing label reference: target id and label id are required")
+		}
+		if err := setJSON(b, labelKey(l), l); err != nil {
+			return err
+		}
+		if err := b.Set([]byte(prefixLabelID+l.ID), []byte(l.TargetID), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Spans returns target id's timeline, oldest span first.
+func (s *Store) Spans(id string) ([]Span, error) {
+	var out []Span
+	err := s.scan(prefixSpan+id+"/", 0, func(val []byte) error {
+		var sp Span
+		if err := json.Unmarshal(val, &sp); err != nil {
+			return fmt.Errorf("decoding span: %w", err)
+		}
+		out = append(out, sp)
+		return nil
+	})
+	return out, err
+}
+
+// Labels returns the labels issued for target id, in log order.
+func (s *Store) Labels(id string) ([]LabelRef, error) {
+	var out []LabelRef
+	err := s.scan(prefixLabel+id+"/", 0, func(val []byte) error {
+		var l LabelRef
+		if err := json.Unmarshal(val, &l); err != nil {
+			return fmt.Errorf("decoding label reference: %w", err)
+		}
+		out = append(out, l)
+		return nil
+	})
+	return out, err
+}
+
+// LabelTarget returns the id of the target label id was issued for.
+func (s *Store) LabelTarget(labelID string) (string, error) {
+	val, closer, err := s.db.Get([]byte(prefixLabelID + labelID))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading label %s: %w", labelID, err)
+	}
+	defer closer.Close()
+	return string(val), nil
+}
+
+// nextSeqs reserves n change sequence numbers, returning the first, and
+// records the last in b. The caller holds commitMu.
+func (s *Store) nextSeqs(b *pebble.Batch, n int) (int64, error) {
+	var last int64
+	if err := s.getJSON(keyChangeSeq, &last); err != nil && !errors.Is(err, ErrNotFound) {
+		return 0, err
+	}
+	if n == 0 {
+		return last + 1, nil
+	}
+	if err := setJSON(b, keyChangeSeq, last+int64(n)); err != nil {
+		return 0, err
+	}
+	return last + 1, nil
+}
+
+func seqKey(seq int64) string { return prefixSeq + hex16(uint64(seq)) }
+
+// ChangeBySeq returns the change with HISTOR's integer id seq.
+func (s *Store) ChangeBySeq(seq int64) (*Change, error) {
+	if seq <= 0 {
+		return nil, ErrNotFound
+	}
+	val, closer, err := s.db.Get([]byte(seqKey(seq)))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading change %d: %w", seq, err)
+	}
+	key := string(val)
+	closer.Close()
+	var c Change
+	if err := s.getJSON(key, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// ChangesBefore returns up to limit changes with Seq below before (before ≤
+// 0: from the newest), highest Seq first.
+func (s *Store) ChangesBefore(before int64, limit int) ([]Change, error) {
+	upper := prefixSeq + "\xff"
+	if before > 0 {
+		upper = seqKey(before)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixSeq), UpperBound: []byte(upper)})
+	if err != nil {
+		return nil, fmt.Errorf("listing changes: %w", err)
+	}
+	defer it.Close()
+	var out []Change
+	for ok := it.Last(); ok && (limit <= 0 || len(out) < limit); ok = it.Prev() {
+		var c Change
+		if err := s.getJSON(string(it.Value()), &c); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("listing changes: %w", err)
+	}
+	return out, nil
+}
+
+// ClientReport is one (target, digest, day) count from /check's contribute.
+type ClientReport struct {
+	TargetID string `json:"targetId"`
+	Day      string `json:"day"` // YYYY-MM-DD, UTC
+	Digest   string `json:"toolSetDigest"`
+	Count    int64  `json:"count"`
+}
+
+func reportKey(target, day, digest string) string {
+	return prefixReport + target + "/" + day + "/" + digest
+}
+
+// AddClientReport adds one to the count of (target, digest, day). Nothing
+// else about the caller is kept.
+func (s *Store) AddClientReport(target, digest, day string) error {
+	if target == "" || digest == "" || len(day) != len("2006-01-02") || strings.Contains(target+digest, "/") {
+		return errors.New("storing client report: target, digest and day are required, without '/'")
+	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	r := ClientReport{TargetID: target, Day: day, Digest: digest}
+	key := reportKey(target, day, digest)
+	if err := s.getJSON(key, &r); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	r.Count++
+	return s.put(key, r)
+}
+
+// ClientReports returns target id's reports from day since (YYYY-MM-DD)
+// on, oldest day first.
+func (s *Store) ClientReports(id, since string) ([]ClientReport, error) {
+	var out []ClientReport
+	err := s.scan(prefixReport+id+"/", 0, func(val []byte) error {
+		var r ClientReport
+		if err := json.Unmarshal(val, &r); err != nil {
+			return fmt.Errorf("decoding client report: %w", err)
+		}
+		if r.Day >= since {
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ParseSeq reads a change id as HISTOR writes it: a positive decimal integer.
+func ParseSeq(s string) (int64, bool) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n > 0 && strconv.FormatInt(n, 10) == s
+}
