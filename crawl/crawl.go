@@ -133,6 +133,12 @@ func (c *Crawler) buildClient() error {
 	return nil
 }
 
+// PatternSet is the pattern set the crawler's scan labels use.
+func (c *Crawler) PatternSet() *scan.PatternSet { return c.patterns }
+
+// RecordSet is the threat record set the crawler's name-threat labels use.
+func (c *Crawler) RecordSet() *scan.RecordSet { return c.records }
+
 // Close releases the idle connections the crawler keeps between requests.
 // The crawler may still be used afterwards; it opens new ones as needed.
 func (c *Crawler) Close() { c.guard.Client().CloseIdleConnections() }
