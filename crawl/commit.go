@@ -103,7 +103,7 @@ func (p *prepared) failed(err error) {
 	p.update.Observation, p.update.Change = nil, nil
 	if t := p.update.Target; t != nil {
 		failed := *t
-		failed.Status, failed.Detail = StatusInternalError, clipText(err.Error(), mcpclient.MaxDetailBytes)
+		failed.Status, failed.Detail = StatusInternalError, mcpclient.ClipDetail(err.Error())
 		p.update.Target = &failed
 	}
 }

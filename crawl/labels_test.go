@@ -42,18 +42,6 @@ func TestSignFittingWithholdsReasonDetails(t *testing.T) {
 	}
 }
 
-func TestClipText(t *testing.T) {
-	for pad := range 4 {
-		s := clipText(strings.Repeat("x", pad)+strings.Repeat("€", 100), MaxReasonDetailBytes)
-		if len(s) > MaxReasonDetailBytes || !strings.HasSuffix(s, clipMark) || !strings.HasPrefix(strings.Repeat("x", pad)+strings.Repeat("€", 100), strings.TrimSuffix(s, clipMark)) {
-			t.Errorf("pad %d: %q", pad, s)
-		}
-	}
-	if clipText("short", MaxReasonDetailBytes) != "short" {
-		t.Error("a short text changed")
-	}
-}
-
 func TestStoredInstructions(t *testing.T) {
 	s := strings.Repeat("é", 100)
 	for per, want := range map[int]int{8: 10, 9: 10, 198: 200, 199: 200, 500: 200} {

@@ -12,6 +12,7 @@ import (
 	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/clip"
 )
 
 // StatusInternalError is the status of a target our side failed on (its
@@ -71,7 +72,7 @@ func (j *crawlJob) process(ctx context.Context, t registry.Target, obs *mcpclien
 		p.entries, p.evidence, p.methods, p.update.Change = nil, nil, nil, nil
 		p.err, p.status = err, StatusInternalError
 		cur = *prev
-		cur.Status, cur.Detail, cur.ObservedAt = StatusInternalError, clipText(err.Error(), mcpclient.MaxDetailBytes), now
+		cur.Status, cur.Detail, cur.ObservedAt = StatusInternalError, mcpclient.ClipDetail(err.Error()), now
 	}
 	cur.Labels = labelIDs(prev.Labels, p)
 	p.update.Target = &state.Target{Target: t, Status: cur.Status, Detail: cur.Detail, LastCrawled: now}
@@ -164,7 +165,7 @@ func (j *crawlJob) base(t registry.Target, subj *subject, now time.Time) awr.Lab
 // text holds a word a label may never carry (a tool name can hold
 // anything, and a cut can make one: "safety" cut after "safe").
 func reasonDetail(detail, code string) string {
-	clipped := clipText(detail, MaxReasonDetailBytes)
+	clipped := clip.String(detail, MaxReasonDetailBytes)
 	if clipped == "" || awr.ForbiddenWord(clipped) != "" {
 		return code + ": the tool set could not be digested"
 	}
@@ -174,22 +175,6 @@ func reasonDetail(detail, code string) string {
 // MaxReasonDetailBytes bounds the detail of a refusal reason a label
 // carries; the code says what the refusal is, the detail only illustrates.
 const MaxReasonDetailBytes = 200
-
-// clipMark ends a text clipText shortened.
-const clipMark = "…"
-
-// clipText is s cut to at most max bytes at a rune boundary, "…" marking a
-// cut.
-func clipText(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	n := max - len(clipMark)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + clipMark
-}
 
 // chain extends the target's label chain: the first observation label
 // starts it; a continuity label joins it once the gap since the last link

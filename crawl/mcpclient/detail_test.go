@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/histor-observer/histor/log/clip"
 )
 
 // TestDetailIsBounded: a detail that quotes what a hostile server sent (an
@@ -36,9 +38,9 @@ func TestDetailIsBounded(t *testing.T) {
 			if obs.Status != StatusProtocol {
 				t.Fatalf("status %s (%.80s), want protocol", obs.Status, obs.Detail)
 			}
-			if len(obs.Detail) > MaxDetailBytes || !utf8.ValidString(obs.Detail) || !strings.HasSuffix(obs.Detail, clipMark) {
+			if len(obs.Detail) > MaxDetailBytes || !utf8.ValidString(obs.Detail) || !strings.HasSuffix(obs.Detail, clip.Mark) {
 				t.Errorf("detail of %d bytes (valid UTF-8 %v), want at most %d ending in %q",
-					len(obs.Detail), utf8.ValidString(obs.Detail), MaxDetailBytes, clipMark)
+					len(obs.Detail), utf8.ValidString(obs.Detail), MaxDetailBytes, clip.Mark)
 			}
 		})
 	}
