@@ -94,7 +94,8 @@ type Config struct {
 	Now func() time.Time
 	// Progress receives the live progress display; nil means none.
 	Progress *Progress
-	// Logger receives the crawl's logs. Default slog.Default().
+	// Logger receives the crawl's logs; nil discards them (never the
+	// process-wide default: the caller decides where logs go).
 	Logger *slog.Logger
 }
 
@@ -147,7 +148,7 @@ func (c *Config) Validate() error {
 		c.Now = time.Now
 	}
 	if c.Logger == nil {
-		c.Logger = slog.Default()
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
 }

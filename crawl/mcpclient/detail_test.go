@@ -57,3 +57,19 @@ func TestClipDetail(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusDetails: only a 401 reads as a request for credentials; a 403
+// (also what a server answers a Host it refuses) says forbidden.
+func TestStatusDetails(t *testing.T) {
+	for code, want := range map[int]string{
+		401: "not observed: the server requires authorisation",
+		403: "not observed: forbidden (HTTP 403)",
+		404: "",
+		302: "redirect (HTTP 302) not followed",
+	} {
+		obs := observe(t, testClient(Config{}), serve(t, status(code)).URL, StreamableHTTP)
+		if obs.Detail != want {
+			t.Errorf("HTTP %d: status %s, detail %q; want %q", code, obs.Status, obs.Detail, want)
+		}
+	}
+}
