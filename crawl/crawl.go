@@ -309,7 +309,7 @@ func (c *Crawler) observeAll(ctx context.Context, res *registry.Result, sum *Sum
 			dial = append(dial, t)
 		}
 	}
-	job := &crawlJob{c: c, index: scan.NewNameIndex(names), sets: c.patterns.Digest() + "|" + c.records.Digest(), prev: byID}
+	job := &crawlJob{c: c, set: c.settings(scan.NewNameIndex(names)), prev: byID}
 	c.cfg.Progress.start(len(res.Targets))
 	results := make(chan *prepared, c.cfg.Workers)
 	done := make(chan struct{})
@@ -319,7 +319,7 @@ func (c *Crawler) observeAll(ctx context.Context, res *registry.Result, sum *Sum
 	}()
 	for _, t := range res.Targets {
 		if t.Skip != "" {
-			results <- job.skipped(t)
+			results <- job.process(t, nil)
 		}
 	}
 	c.runWorkers(ctx, job, newScheduler(dial, c.cfg.PerHost), results)
@@ -327,6 +327,14 @@ func (c *Crawler) observeAll(ctx context.Context, res *registry.Result, sum *Sum
 	<-done
 	c.cfg.Progress.finish()
 	return nil
+}
+
+// settings are this crawl's fixed settings for its decisions.
+func (c *Crawler) settings(index *scan.NameIndex) *settings {
+	return &settings{
+		gap: c.cfg.ContinuityGap, regURN: c.regURN, patterns: c.patterns, records: c.records,
+		sets: c.patterns.Digest() + "|" + c.records.Digest(), index: index, limits: c.cfg.ScanLimits,
+	}
 }
 
 func (c *Crawler) runWorkers(ctx context.Context, job *crawlJob, s *scheduler, out chan<- *prepared) {
@@ -346,7 +354,7 @@ func (c *Crawler) runWorkers(ctx context.Context, job *crawlJob, s *scheduler, o
 					// stretch. The target keeps its previous state.
 					return
 				}
-				out <- job.process(ctx, t, obs)
+				out <- job.process(t, obs)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/crawl/registry"
+	"github.com/histor-observer/histor/crawl/state"
 	"github.com/histor-observer/histor/log/awr"
 )
 
@@ -24,10 +25,10 @@ func TestSignFittingWithholdsReasonDetails(t *testing.T) {
 	if err != nil || subj.refusal == nil {
 		t.Fatalf("subject %v, %v; want a refused empty set", subj, err)
 	}
-	in := j.base(tg, subj, now)
+	in := baseInput(&settings{regURN: c.regURN}, tg, subj, now)
 	code := in.Reasons[0].Code
 	in.Reasons[0].Detail = strings.Repeat("d", 40000)
-	p := &prepared{}
+	p := &prepared{prev: &state.Observation{TargetID: "t1"}}
 	if _, err := j.issue(p, awr.MethodObservation, in); err != nil {
 		t.Fatalf("issuing: %v", err)
 	}

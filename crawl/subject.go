@@ -23,6 +23,8 @@ type subject struct {
 	// refusal says why there is no digest (MTL-NUM-001, or a set MTL/1
 	// refuses outright, which gets a names-only descriptor as HISTOR's does).
 	refusal *mtl.Refusal
+	// namesOnly says the descriptor is that names-only one.
+	namesOnly bool
 }
 
 // buildSubject digests tools and builds the subject descriptor: server name
@@ -33,13 +35,14 @@ func buildSubject(t registry.Target, registryURN string, tools []any) (*subject,
 	art := mtl.Artifact{Transport: t.Transport, Endpoint: t.Endpoint}
 	desc, hazard, err := mtl.Build(server, tools, art)
 	var refusal *mtl.Refusal
-	if errors.As(err, &refusal) && refusal.Code != mtl.CodeInput {
+	namesOnly := errors.As(err, &refusal) && refusal.Code != mtl.CodeInput
+	if namesOnly {
 		desc, err = fallbackDescriptor(server, art, tools)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("building subject descriptor: %w", err)
 	}
-	s := &subject{desc: desc, digest: desc.ToolSet.DigestSRI, refusal: refusal}
+	s := &subject{desc: desc, digest: desc.ToolSet.DigestSRI, refusal: refusal, namesOnly: namesOnly}
 	if hazard != nil {
 		s.refusal = hazard
 	}
