@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/histor-observer/histor/crawl/guard"
 	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/registry"
@@ -94,6 +96,10 @@ type Config struct {
 	Now func() time.Time
 	// Progress receives the live progress display; nil means none.
 	Progress *Progress
+	// Registerer receives the crawl's metrics (histor_crawl_*: targets by
+	// status, crawl duration, labels issued by method, changes, crawls run).
+	// nil registers none; never the global registry.
+	Registerer prometheus.Registerer
 	// Logger receives the crawl's logs; nil discards them (never the
 	// process-wide default: the caller decides where logs go).
 	Logger *slog.Logger

@@ -42,6 +42,8 @@ type Crawler struct {
 	// setEvidence holds the pattern and record sets as stored evidence.
 	setEvidence []hlog.Evidence
 
+	metrics *metrics
+
 	running atomic.Bool
 	lastErr atomic.Pointer[string]
 }
@@ -65,6 +67,11 @@ func New(cfg Config, l *hlog.Log, key ed25519.PrivateKey, did string, st *state.
 	if err := c.loadSets(); err != nil {
 		return nil, err
 	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c.metrics = m
 	if err := c.buildClient(); err != nil {
 		return nil, err
 	}
@@ -167,6 +174,7 @@ func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
 	// every host it ever saw.
 	defer c.guard.Forget()
 	sum, err := c.run(ctx)
+	c.metrics.record(sum, err)
 	msg := ""
 	if err != nil {
 		msg = err.Error()
