@@ -223,7 +223,6 @@ func checkTables(db *pebble.DB, dir string) error {
 	return nil
 }
 
-
 // pebbleGet reads key, copying the value; a missing key is ErrNotFound.
 func pebbleGet(r pebble.Reader, key []byte) ([]byte, error) {
 	v, closer, err := r.Get(key)

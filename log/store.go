@@ -93,4 +93,3 @@ func decodeHead(b []byte) (*headRecord, error) {
 	r.Checkpoint = append([]byte(nil), b[fixed+int(n):]...)
 	return r, nil
 }
-
