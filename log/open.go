@@ -252,8 +252,11 @@ func tilesAt(size uint64, level int) uint64 {
 // bundle the sequencer continues.
 func checkBundles(s kvStore, size uint64) ([]byte, error) {
 	next := (size + tileWidth - 1) / tileWidth
-	if _, err := s.get(bundleKey(next)); !errors.Is(err, ErrNotFound) {
-		return nil, corrupt(fmt.Sprintf("entry bundle %d", next), fmt.Errorf("present beyond the head (%v)", err))
+	switch _, err := s.get(bundleKey(next)); {
+	case err == nil:
+		return nil, corrupt(fmt.Sprintf("entry bundle %d", next), errors.New("present beyond the head"))
+	case !errors.Is(err, ErrNotFound):
+		return nil, corrupt(fmt.Sprintf("entry bundle %d", next), err)
 	}
 	if size == 0 {
 		return nil, nil
