@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/histor-observer/histor/crawl/guard"
 	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/registry"
@@ -96,6 +98,8 @@ type Config struct {
 	Progress *Progress
 	// Logger receives the crawl's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Registerer receives the crawl's metrics; nil registers none.
+	Registerer prometheus.Registerer
 }
 
 // Validate fills in defaults and checks the result; New calls it.

@@ -371,3 +371,9 @@ func (c *Crawler) observe(ctx context.Context, t registry.Target) *mcpclient.Obs
 
 // now is the crawl clock in UTC, whole seconds, as labels carry it.
 func (c *Crawler) now() time.Time { return c.cfg.Now().UTC().Truncate(time.Second) }
+
+// PatternSet is the pattern set the crawler scans with.
+func (c *Crawler) PatternSet() *scan.PatternSet { return c.patterns }
+
+// RecordSet is the threat record set the crawler matches names against.
+func (c *Crawler) RecordSet() *scan.RecordSet { return c.records }

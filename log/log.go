@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/histor-observer/histor/log/keys"
@@ -36,6 +37,8 @@ type Config struct {
 	// Now is the clock; nil means time.Now. Head timestamps never go
 	// backwards even when it does.
 	Now func() time.Time
+	// Registerer receives the log's metrics; nil registers none.
+	Registerer prometheus.Registerer
 }
 
 const (

@@ -22,7 +22,7 @@ func runServe(t *testing.T, args ...string) (node.Config, bool, int, string) {
 	var stderr bytes.Buffer
 	d := deps{
 		stdio: Stdio{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &stderr},
-		runNode: func(_ context.Context, cfg node.Config, _ serveCrawl) error {
+		runNode: func(_ context.Context, cfg node.Config) error {
 			got, called = cfg, true
 			return nil
 		},
