@@ -12,6 +12,7 @@ import (
 	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/mtl"
 )
 
 // StatusInternalError is the status of a target our side failed on (its
@@ -89,9 +90,9 @@ func (j *crawlJob) observed(p *prepared, t registry.Target, obs *mcpclient.Obser
 	in := j.base(t, subj, now)
 	var obsAnchor *state.Anchor
 	if newSubject {
-		p.evidence = append(p.evidence, hlog.Evidence{Kind: "descriptors", Body: subj.descJCS})
+		p.evidence = append(p.evidence, hlog.Evidence{Kind: hlog.EvidenceDescriptors, Body: subj.descJCS})
 		if subj.digest != "" {
-			p.evidence = append(p.evidence, hlog.Evidence{Kind: "toolsets", Body: subj.toolSet})
+			p.evidence = append(p.evidence, hlog.Evidence{Kind: hlog.EvidenceToolSets, Body: subj.toolSet})
 		}
 		a, err := j.issue(p, awr.MethodObservation, in)
 		if err != nil {
@@ -249,7 +250,7 @@ func (j *crawlJob) unreachable(ctx context.Context, p *prepared, t registry.Targ
 // rescan re-issues the scan and name-threat labels of a target's current
 // subject under new sets, reading its tool set back from the log.
 func (j *crawlJob) rescan(_ context.Context, p *prepared, t registry.Target, prev, cur *state.Observation) error {
-	body, err := j.c.log.Evidence("toolsets", prev.ToolSetDigest)
+	body, err := j.c.log.Evidence(hlog.EvidenceToolSets, prev.ToolSetDigest)
 	if err != nil {
 		return fmt.Errorf("reading stored tool set %s: %w", prev.ToolSetDigest, err)
 	}
@@ -285,7 +286,7 @@ func (j *crawlJob) issue(p *prepared, method string, in awr.LabelInput) (*state.
 	p.entries = append(p.entries, hlog.Entry{ID: id, Label: signed})
 	p.methods = append(p.methods, method)
 	return &state.Anchor{
-		LabelID: id, LabelSRI: hlog.SRI(signed), ObservedAt: in.ObservedAt,
+		LabelID: id, LabelSRI: mtl.SRI(signed), ObservedAt: in.ObservedAt,
 		SubjectURN: in.Subject.ID, SubjectDigestSRI: in.Subject.DigestSRI,
 		ToolSetDigest: in.ToolSet.DigestSRI, ToolCount: in.ToolSet.Count,
 	}, nil

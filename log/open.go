@@ -15,6 +15,8 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/histor-observer/histor/log/format"
 )
 
 // openPebble opens the store in dir after checking that a non-empty dir
@@ -150,7 +152,7 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
-	if sth, _ := ParseSTH(rec.STH); sth.Log != l.cfg.DID {
+	if sth, _ := format.ParseSTH(rec.STH); sth.Log != l.cfg.DID {
 		return fmt.Errorf("opening log: DID %q is not this log's %q", l.cfg.DID, sth.Log)
 	}
 	tiles, err := checkTree(l.db, rec)
@@ -243,14 +245,14 @@ func lastHeadKey(db pebble.Reader) ([]byte, error) {
 // checkHead verifies a stored head's two signed forms and that they say what
 // the record says.
 func checkHead(rec *headRecord, pub ed25519.PublicKey, v note.Verifier) error {
-	sth, err := VerifySTH(rec.STH, pub)
+	sth, err := format.VerifySTH(rec.STH, pub)
 	if err != nil {
 		return err
 	}
 	if sth.TreeSize != rec.Size || sth.Root != rec.Root || !sth.Time.Equal(rec.Time) {
 		return errors.New("STH does not match the head record")
 	}
-	cp, err := ParseCheckpoint(rec.Checkpoint, v)
+	cp, err := format.ParseCheckpoint(rec.Checkpoint, v)
 	if err != nil {
 		return err
 	}
@@ -394,7 +396,7 @@ func checkBundles(db pebble.Reader, size uint64) ([]byte, error) {
 	if err != nil {
 		return nil, corrupt(what, err)
 	}
-	offs, err := bundleSplit(bundle)
+	offs, err := format.BundleOffsets(bundle)
 	if err != nil {
 		return nil, corrupt(what, err)
 	}
@@ -409,8 +411,8 @@ func checkBundles(db pebble.Reader, size uint64) ([]byte, error) {
 		return nil, corrupt(fmt.Sprintf("tile 0/%d", n), err)
 	}
 	off := int((size-1)%tileWidth) * hashSize
-	last := bundleEntry(bundle, offs, len(offs)-1)
-	if len(tile) < off+hashSize || [32]byte(tile[off:off+hashSize]) != leafHash(last) {
+	last := format.BundleEntry(bundle, offs, len(offs)-1)
+	if len(tile) < off+hashSize || [32]byte(tile[off:off+hashSize]) != format.LeafHash(last) {
 		return nil, corrupt(what, fmt.Errorf("entry %d's leaf hash is not the one in its tile", size-1))
 	}
 	if len(offs) == tileWidth {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/histor-observer/histor/log/format"
 )
 
 // HeadAt returns the most recent durable head signed at size.
@@ -96,13 +98,13 @@ func (l *Log) EachEntry(start, end uint64, fn func(index uint64, label []byte) e
 			return corrupt(what, errMissing)
 		}
 		v := it.Value()
-		offs, err := bundleSplit(v)
+		offs, err := format.BundleOffsets(v)
 		if err != nil {
 			return corrupt(what, err)
 		}
 		for k := range offs {
 			if i := n*tileWidth + uint64(k); i == next && i < end {
-				if err := fn(i, bundleEntry(v, offs, k)); err != nil {
+				if err := fn(i, format.BundleEntry(v, offs, k)); err != nil {
 					return err
 				}
 				next++
@@ -259,7 +261,7 @@ func (l *Log) EntryBundle(index uint64, width int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading entry bundle %d: %w", index, err)
 	}
-	offs, err := bundleSplit(v)
+	offs, err := format.BundleOffsets(v)
 	if err != nil || len(offs) < width {
 		return nil, corrupt(fmt.Sprintf("entry bundle %d", index), fmt.Errorf("%d entries, want %d (%v)", len(offs), width, err))
 	}

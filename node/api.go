@@ -90,7 +90,7 @@ func (a *api) routeAPI(w http.ResponseWriter, r *http.Request, p string) {
 		a.routeLabel(w, r, p[len("labels/"):])
 	default:
 		kind, sri, ok := strings.Cut(p, "/")
-		if ok && evidenceKinds[kind] {
+		if ok && hlog.IsEvidenceKind(kind) {
 			a.serveEvidence(w, r, kind, sri)
 			return
 		}

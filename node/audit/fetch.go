@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/histor-observer/histor/log/format"
 )
 
 // Bounds on what the auditor reads, so a hostile log cannot make it hold unbounded memory.
 const (
 	maxJSONBytes       = 1 << 20
-	maxCheckpointBytes = 1 << 16
+	maxCheckpointBytes = format.MaxCheckpointBytes
 	maxHashTileBytes   = 256 * 32
 	maxBundleBytes     = 256 * (2 + 65535)
 )
