@@ -2,6 +2,7 @@ package format_test
 
 import (
 	"crypto/ed25519"
+	"encoding/base64"
 	"testing"
 	"time"
 
@@ -34,11 +35,14 @@ type testTree struct {
 	n      int64
 }
 
-func newTestTree(t testing.TB, n int) *testTree {
+func newTestTree(t testing.TB, n int) *testTree { return newForkedTree(t, n, 0) }
+
+// newForkedTree is a tree of n leaves that differ, for each salt, from every other salt's.
+func newForkedTree(t testing.TB, n int, salt byte) *testTree {
 	t.Helper()
 	tr := &testTree{}
 	for i := 0; i < n; i++ {
-		hashes, err := tlog.StoredHashes(int64(i), []byte{byte(i), byte(i >> 8)}, tr)
+		hashes, err := tlog.StoredHashes(int64(i), []byte{byte(i), byte(i >> 8), salt}, tr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,3 +110,14 @@ func testVerifier(t testing.TB) note.Verifier {
 	}
 	return v
 }
+
+func mustBase64(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func encode(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/node/audit"
 )
 
@@ -141,6 +142,24 @@ func TestForkAtTheSameSize(t *testing.T) {
 	if !strings.Contains(mis.Reason, "rewrote") {
 		t.Errorf("reason %q does not say the log rewrote its history", mis.Reason)
 	}
+	inc := mustHoldFork(t, mis, a.node.Log().Latest().STH, b.node.Log().Latest().STH)
+	if len(inc.Proof) != 0 {
+		t.Errorf("a same-size fork carries a proof of %d hashes", len(inc.Proof))
+	}
+}
+
+// mustHoldFork checks that a misbehaviour carries the fork's evidence: both signed heads,
+// byte for byte as the log served them.
+func mustHoldFork(t *testing.T, mis *audit.MisbehaviourError, smaller, larger []byte) *format.InconsistencyError {
+	t.Helper()
+	var inc *format.InconsistencyError
+	if !errors.As(mis, &inc) {
+		t.Fatalf("misbehaviour %v carries no *format.InconsistencyError", mis)
+	}
+	if !bytes.Equal(inc.Smaller.Raw, smaller) || !bytes.Equal(inc.Larger.Raw, larger) {
+		t.Errorf("evidence holds\n%s\nand\n%s\nwant\n%s\nand\n%s", inc.Smaller.Raw, inc.Larger.Raw, smaller, larger)
+	}
+	return inc
 }
 
 func TestForkThatGrew(t *testing.T) {
@@ -150,6 +169,10 @@ func TestForkThatGrew(t *testing.T) {
 	mis := mustMisbehave(t, b.srv.URL, state, "consistency", audit.Options{})
 	if !strings.Contains(mis.Reason, "NOT consistent") {
 		t.Errorf("reason %q does not name the failed consistency proof", mis.Reason)
+	}
+	inc := mustHoldFork(t, mis, a.node.Log().Latest().STH, b.node.Log().Latest().STH)
+	if len(inc.Proof) == 0 || inc.Smaller.Size != 3 || inc.Larger.Size != 6 {
+		t.Errorf("evidence of sizes %d and %d with %d proof hashes, want 3, 6 and a proof", inc.Smaller.Size, inc.Larger.Size, len(inc.Proof))
 	}
 }
 
@@ -351,6 +374,7 @@ func TestCheckpointOfAFork(t *testing.T) {
 	if !strings.Contains(mis.Reason, "not one tree") {
 		t.Errorf("reason %q does not say the two heads are not one tree", mis.Reason)
 	}
+	mustHoldFork(t, mis, forked, a.node.Log().Latest().STH)
 }
 
 func TestLabelServedPrettyPrinted(t *testing.T) {
