@@ -53,8 +53,8 @@ func SignCheckpoint(s note.Signer, c Checkpoint) ([]byte, error) {
 // text strictly: origin equal to the verifier's key name, canonical decimal
 // size, standard base64 root, no extension lines, and canonical base64 in
 // every signature line. Signatures by other keys (cosignatures) are allowed
-// and left unchecked; see Cosigner. A note whose signature by
-// verifier fails is reported wrapping ErrSignature.
+// and left unchecked (Cosigner.Verifier checks a witness's line). A note
+// whose signature by verifier fails is reported wrapping ErrSignature.
 func ParseCheckpoint(msg []byte, verifier note.Verifier) (Checkpoint, error) {
 	var c Checkpoint
 	if len(msg) > MaxCheckpointBytes {
