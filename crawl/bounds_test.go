@@ -18,6 +18,7 @@ import (
 	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/mtl"
 )
 
 // oneTarget is a registry listing one streamable-HTTP endpoint.
@@ -76,7 +77,7 @@ func TestLabelFailureCountsAsInternalError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs.ToolSetDigest = hlog.SRI([]byte("a tool set the log never held"))
+	obs.ToolSetDigest = mtl.SRI([]byte("a tool set the log never held"))
 	if err := e.st.Commit(state.Update{Observation: obs}); err != nil {
 		t.Fatal(err)
 	}

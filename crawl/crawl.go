@@ -17,6 +17,7 @@ import (
 	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/canon"
+	"github.com/histor-observer/histor/log/mtl"
 )
 
 // ErrRunning is returned by Run while another crawl of the same Crawler runs.
@@ -112,10 +113,10 @@ func (c *Crawler) setBodies() error {
 	if err != nil {
 		return fmt.Errorf("rendering record set: %w", err)
 	}
-	if hlog.SRI(pb) != c.patterns.Digest() || hlog.SRI(rb) != c.records.Digest() {
+	if mtl.SRI(pb) != c.patterns.Digest() || mtl.SRI(rb) != c.records.Digest() {
 		return errors.New("rendering pattern and record sets: bodies do not match their digests")
 	}
-	c.setEvidence = []hlog.Evidence{{Kind: "pattern-sets", Body: pb}, {Kind: "record-sets", Body: rb}}
+	c.setEvidence = []hlog.Evidence{{Kind: hlog.EvidencePatternSets, Body: pb}, {Kind: hlog.EvidenceRecordSets, Body: rb}}
 	return nil
 }
 

@@ -22,7 +22,6 @@ import (
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/registry/registrytest"
 	"github.com/histor-observer/histor/crawl/scan"
-	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/mtl"
 )
@@ -607,7 +606,7 @@ func TestReadingAPIState(t *testing.T) {
 	for i, r := range refs {
 		l := logged[i]
 		raw, _ := e.log.Entry(l.index)
-		if r.LeafIndex != l.index || r.ID != l.id || r.Method != l.method || r.Verdict != l.verdict || r.Digest != hlog.SRI(raw) || r.TargetID != id {
+		if r.LeafIndex != l.index || r.ID != l.id || r.Method != l.method || r.Verdict != l.verdict || r.Digest != mtl.SRI(raw) || r.TargetID != id {
 			t.Errorf("reference %d: %+v, log entry %d %s %s %s", i, r, l.index, l.id, l.method, l.verdict)
 		}
 	}

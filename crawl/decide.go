@@ -168,9 +168,9 @@ func decideOK(s *settings, d decision, out *outcome) error {
 	newSubject := subj.sri != prev.Subject
 	in := baseInput(s, d.target, subj, d.now)
 	if newSubject {
-		out.evidence = append(out.evidence, hlog.Evidence{Kind: "descriptors", Body: subj.descJCS})
+		out.evidence = append(out.evidence, hlog.Evidence{Kind: hlog.EvidenceDescriptors, Body: subj.descJCS})
 		if subj.digest != "" {
-			out.evidence = append(out.evidence, hlog.Evidence{Kind: "toolsets", Body: subj.toolSet})
+			out.evidence = append(out.evidence, hlog.Evidence{Kind: hlog.EvidenceToolSets, Body: subj.toolSet})
 		}
 		out.labels = append(out.labels, plannedLabel{method: awr.MethodObservation, in: in, link: prev.Anchor == nil})
 		next.BlockMatches, next.AdviseMatches, next.RecordMatches = 0, 0, 0

@@ -22,6 +22,8 @@ import (
 	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/format"
+	"github.com/histor-observer/histor/log/mtl"
 )
 
 // env is one node's log, key and crawl state in a temporary directory.
@@ -151,7 +153,7 @@ func (e *env) labels(t testing.TB) []label {
 			verdict: cs["verdict"].(string),
 		})
 	}
-	if _, err := hlog.VerifySTH(head.STH, e.key.Public().(ed25519.PublicKey)); err != nil {
+	if _, err := format.VerifySTH(head.STH, e.key.Public().(ed25519.PublicKey)); err != nil {
 		t.Fatalf("head: %v", err)
 	}
 	return out
@@ -184,7 +186,7 @@ func (e *env) checkEvidence(t testing.TB, l label) {
 		if err != nil {
 			t.Fatalf("label %s: evidence %s %s: %v", l.id, kind, sri, err)
 		}
-		if hlog.SRI(body) != sri {
+		if mtl.SRI(body) != sri {
 			t.Fatalf("label %s: evidence %s does not hash to its address", l.id, sri)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/clip"
+	"github.com/histor-observer/histor/log/mtl"
 )
 
 // StatusInternalError is the status of a target our side failed on (its
@@ -97,7 +98,7 @@ func (j *crawlJob) decide(t registry.Target, prev *state.Observation, obs *mcpcl
 
 // storedTools reads a tool set back from the log's evidence.
 func (j *crawlJob) storedTools(digest string) ([]any, error) {
-	body, err := j.c.log.Evidence("toolsets", digest)
+	body, err := j.c.log.Evidence(hlog.EvidenceToolSets, digest)
 	if err != nil {
 		return nil, fmt.Errorf("reading stored tool set %s: %w", digest, err)
 	}
@@ -147,7 +148,7 @@ func (j *crawlJob) issue(p *prepared, method string, in awr.LabelInput) (state.L
 	}
 	ref := state.LabelRef{
 		TargetID: p.prev.TargetID, ID: id, Method: method, Verdict: verdict, Subject: in.Subject.ID,
-		ObservedAt: in.ObservedAt, IssuedAt: in.IssuedAt, Digest: hlog.SRI(signed),
+		ObservedAt: in.ObservedAt, IssuedAt: in.IssuedAt, Digest: mtl.SRI(signed),
 	}
 	p.entries = append(p.entries, hlog.Entry{ID: id, Label: signed})
 	p.refs = append(p.refs, ref)

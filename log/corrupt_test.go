@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble"
+
+	"github.com/histor-observer/histor/log/format"
 )
 
 // buildFlushed makes a log of 600 entries with everything flushed to
@@ -123,7 +125,7 @@ func TestOpenRefusesDamagedStore(t *testing.T) {
 		{"short last entry bundle", func(t *testing.T, dir string) {
 			rawEdit(t, dir, func(db *pebble.DB) error {
 				v, _ := pebbleGet(db, bundleKey(2))
-				offs, _ := bundleSplit(v)
+				offs, _ := format.BundleOffsets(v)
 				return db.Set(bundleKey(2), v[:offs[len(offs)-1]], pebble.Sync)
 			})
 		}, "entry bundle 2"},
@@ -136,7 +138,7 @@ func TestOpenRefusesDamagedStore(t *testing.T) {
 		}, "entry 599"},
 		{"entry bundle beyond the head", func(t *testing.T, dir string) {
 			rawEdit(t, dir, func(db *pebble.DB) error {
-				return db.Set(bundleKey(3), appendBundleEntry(nil, []byte(`{}`)), pebble.Sync)
+				return db.Set(bundleKey(3), format.AppendBundleEntry(nil, []byte(`{}`)), pebble.Sync)
 			})
 		}, "entry bundle 3"},
 		{"deleted latest head", func(t *testing.T, dir string) {

@@ -12,5 +12,7 @@
 // previous one's WAL sync runs (group commit).
 //
 // Every head is kept twice over the same tree: a histor.sth/v1 JSON document
-// signed like HISTOR's, and a C2SP tlog-checkpoint signed note.
+// signed like HISTOR's, and a C2SP tlog-checkpoint signed note. Both, and the
+// entry bundles, are written and checked with package format, which readers
+// of the log use too and which knows nothing of the store.
 package log

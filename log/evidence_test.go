@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/histor-observer/histor/log/mtl"
 )
 
 // TestEvidenceNotServedBeforeDurable: Pebble makes a batch visible before its WAL sync, so
@@ -13,7 +15,7 @@ func TestEvidenceNotServedBeforeDurable(t *testing.T) {
 	l := openTest(t, testConfig(t.TempDir()))
 	for i := range 30 {
 		body := fmt.Appendf(nil, `{"evidence":%d}`, i)
-		sri := SRI(body)
+		sri := mtl.SRI(body)
 		errc := make(chan error, 1)
 		go func() {
 			_, err := l.Append(context.Background(), []Entry{testEntry(i)}, []Evidence{{Kind: "toolsets", Body: body}})

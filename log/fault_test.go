@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/histor-observer/histor/log/format"
+	"github.com/histor-observer/histor/log/mtl"
 )
 
 // openMem opens a log over a memory store.
@@ -86,7 +89,7 @@ func (r *faultRun) append(n int, withEvidence bool) {
 		t.Fatalf("a head at the size of a failed Append: %v", err)
 	}
 	for _, e := range ev {
-		if _, err := r.l.Evidence(e.Kind, SRI(e.Body)); !errors.Is(err, ErrNotFound) && !errors.Is(err, errInjected) {
+		if _, err := r.l.Evidence(e.Kind, mtl.SRI(e.Body)); !errors.Is(err, ErrNotFound) && !errors.Is(err, errInjected) {
 			t.Fatalf("evidence of a failed Append: %v", err)
 		}
 	}
@@ -162,7 +165,7 @@ func (r *faultRun) reads() {
 			for i := range proof {
 				p[i] = proof[i]
 			}
-			if err := tlog.CheckRecord(p, int64(h.Size), h.Root, 1, leafHash(entries[1])); err != nil {
+			if err := tlog.CheckRecord(p, int64(h.Size), h.Root, 1, format.LeafHash(entries[1])); err != nil {
 				t.Fatalf("inclusion proof does not check: %v", err)
 			}
 		}

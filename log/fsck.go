@@ -12,6 +12,8 @@ import (
 	"sort"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/histor-observer/histor/log/format"
 )
 
 // FsckReport is what Fsck found. An empty Problems means the store agrees
@@ -74,7 +76,7 @@ func (f *fsck) readMeta() error {
 		return corrupt("meta record", fmt.Errorf("unreadable: %v", err))
 	}
 	f.pub = ed25519.PublicKey(meta[:ed25519.PublicKeySize])
-	v, err := NewVerifier(string(meta[ed25519.PublicKeySize:]), f.pub)
+	v, err := format.NewVerifier(string(meta[ed25519.PublicKeySize:]), f.pub)
 	if err != nil {
 		return corrupt("meta record", err)
 	}
@@ -148,15 +150,15 @@ func (f *fsck) checkEntries(ctx context.Context, heads []*headRecord) error {
 			f.problem("entry bundle %d missing or short (next key %x at size %d)", n, k, tiles.size)
 			return errShort
 		}
-		offs, err := bundleSplit(v)
+		offs, err := format.BundleOffsets(v)
 		if err != nil {
 			f.problem("entry bundle %d: %v", n, err)
 			return errShort
 		}
 		for k := range offs {
-			entry := bundleEntry(v, offs, k)
+			entry := format.BundleEntry(v, offs, k)
 			f.checkLabelIndex(tiles.size, entry)
-			tiles.appendLeaves([][32]byte{leafHash(entry)}, put)
+			tiles.appendLeaves([][32]byte{format.LeafHash(entry)}, put)
 			f.checkRootsAt(tiles, &heads)
 		}
 		return nil

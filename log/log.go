@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/keys"
 )
 
@@ -128,7 +129,7 @@ func newLog(cfg Config) (*Log, error) {
 	}
 	l := &Log{cfg: cfg, logger: cfg.Logger}
 	var err error
-	if l.verifier, err = NewVerifier(cfg.Origin, cfg.Key.Public().(ed25519.PublicKey)); err != nil {
+	if l.verifier, err = format.NewVerifier(cfg.Origin, cfg.Key.Public().(ed25519.PublicKey)); err != nil {
 		return nil, fmt.Errorf("opening log: %w", err)
 	}
 	if l.signer, err = keys.NoteSigner(cfg.Origin, cfg.Key); err != nil {

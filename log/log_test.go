@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/histor-observer/histor/log/format"
+	"github.com/histor-observer/histor/log/mtl"
 )
 
 func TestNewLogSignsEmptyHead(t *testing.T) {
@@ -18,12 +21,12 @@ func TestNewLogSignsEmptyHead(t *testing.T) {
 	if h.Size != 0 || h.Root != naiveRoot(nil) {
 		t.Fatalf("new head size %d root %x", h.Size, h.Root)
 	}
-	sth, err := VerifySTH(h.STH, testKey().Public().(ed25519PublicKey))
+	sth, err := format.VerifySTH(h.STH, testKey().Public().(ed25519PublicKey))
 	if err != nil || sth.TreeSize != 0 || sth.Log != testDID {
 		t.Fatalf("VerifySTH: %v %+v", err, sth)
 	}
-	v, _ := NewVerifier(testOrigin, testKey().Public().(ed25519PublicKey))
-	cp, err := ParseCheckpoint(h.Checkpoint, v)
+	v, _ := format.NewVerifier(testOrigin, testKey().Public().(ed25519PublicKey))
+	cp, err := format.ParseCheckpoint(h.Checkpoint, v)
 	if err != nil || cp.Size != 0 || cp.Root != h.Root {
 		t.Fatalf("ParseCheckpoint: %v %+v", err, cp)
 	}
@@ -64,10 +67,10 @@ func TestAppendAndRead(t *testing.T) {
 	if _, err := l.LabelIndex("urn:uuid:nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("LabelIndex(missing): %v", err)
 	}
-	if b, err := l.Evidence("toolsets", SRI(ev.Body)); err != nil || !bytes.Equal(b, ev.Body) {
+	if b, err := l.Evidence("toolsets", mtl.SRI(ev.Body)); err != nil || !bytes.Equal(b, ev.Body) {
 		t.Fatalf("Evidence: %v", err)
 	}
-	if _, err := l.Evidence("descriptors", SRI(ev.Body)); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Evidence("descriptors", mtl.SRI(ev.Body)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Evidence under another kind: %v", err)
 	}
 	var re *RangeError

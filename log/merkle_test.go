@@ -10,6 +10,8 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/histor-observer/histor/log/format"
 )
 
 // memTree is an in-memory tlog store, independent of our tiles.
@@ -183,8 +185,8 @@ func TestTilesReadByTlogClient(t *testing.T) {
 	for done := 0; done < 70000; done += 10000 {
 		appendN(t, l, done, 10000)
 	}
-	v, _ := NewVerifier(testOrigin, testKey().Public().(ed25519PublicKey))
-	cp, err := ParseCheckpoint(l.Latest().Checkpoint, v)
+	v, _ := format.NewVerifier(testOrigin, testKey().Public().(ed25519PublicKey))
+	cp, err := format.ParseCheckpoint(l.Latest().Checkpoint, v)
 	if err != nil {
 		t.Fatal(err)
 	}

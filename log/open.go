@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/histor-observer/histor/log/format"
 )
 
 // load reads and checks the stored state, or starts a new log in an empty
@@ -35,7 +37,7 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
-	if sth, _ := ParseSTH(rec.STH); sth.Log != l.cfg.DID {
+	if sth, _ := format.ParseSTH(rec.STH); sth.Log != l.cfg.DID {
 		return fmt.Errorf("opening log: DID %q is not this log's %q", l.cfg.DID, sth.Log)
 	}
 	tiles, err := checkTree(l.store, rec)
@@ -104,14 +106,14 @@ func readLatest(s kvStore, pub ed25519.PublicKey, v note.Verifier) (*headRecord,
 // checkHead verifies a stored head's two signed forms and that they say what
 // the record says.
 func checkHead(rec *headRecord, pub ed25519.PublicKey, v note.Verifier) error {
-	sth, err := VerifySTH(rec.STH, pub)
+	sth, err := format.VerifySTH(rec.STH, pub)
 	if err != nil {
 		return err
 	}
 	if sth.TreeSize != rec.Size || sth.Root != rec.Root || !sth.Time.Equal(rec.Time) {
 		return errors.New("STH does not match the head record")
 	}
-	cp, err := ParseCheckpoint(rec.Checkpoint, v)
+	cp, err := format.ParseCheckpoint(rec.Checkpoint, v)
 	if err != nil {
 		return err
 	}
@@ -267,7 +269,7 @@ func checkBundles(s kvStore, size uint64) ([]byte, error) {
 	if err != nil {
 		return nil, corrupt(what, err)
 	}
-	offs, err := bundleSplit(bundle)
+	offs, err := format.BundleOffsets(bundle)
 	if err != nil {
 		return nil, corrupt(what, err)
 	}
@@ -282,8 +284,8 @@ func checkBundles(s kvStore, size uint64) ([]byte, error) {
 		return nil, corrupt(fmt.Sprintf("tile 0/%d", n), err)
 	}
 	off := int((size-1)%tileWidth) * hashSize
-	last := bundleEntry(bundle, offs, len(offs)-1)
-	if len(tile) < off+hashSize || [32]byte(tile[off:off+hashSize]) != leafHash(last) {
+	last := format.BundleEntry(bundle, offs, len(offs)-1)
+	if len(tile) < off+hashSize || [32]byte(tile[off:off+hashSize]) != format.LeafHash(last) {
 		return nil, corrupt(what, fmt.Errorf("entry %d's leaf hash is not the one in its tile", size-1))
 	}
 	if len(offs) == tileWidth {

@@ -8,6 +8,8 @@ import (
 	"io"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/histor-observer/histor/log/format"
 )
 
 // HeadAt returns the first durable head signed at size: a head served for
@@ -113,13 +115,13 @@ func (w *bundleWalk) visit(key, v []byte) error {
 	if !bytes.Equal(key, bundleKey(w.n)) {
 		return corrupt(what, errMissing)
 	}
-	offs, err := bundleSplit(v)
+	offs, err := format.BundleOffsets(v)
 	if err != nil {
 		return corrupt(what, err)
 	}
 	for k := range offs {
 		if i := w.n*tileWidth + uint64(k); i == w.next && i < w.end {
-			if err := w.fn(i, bundleEntry(v, offs, k)); err != nil {
+			if err := w.fn(i, format.BundleEntry(v, offs, k)); err != nil {
 				w.fnFailed = true
 				return err
 			}
@@ -271,7 +273,7 @@ func (l *Log) EntryBundle(index uint64, width int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading entry bundle %d: %w", index, err)
 	}
-	offs, err := bundleSplit(v)
+	offs, err := format.BundleOffsets(v)
 	if err != nil || len(offs) < width {
 		return nil, corrupt(fmt.Sprintf("entry bundle %d", index), fmt.Errorf("%d entries, want %d (%v)", len(offs), width, err))
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/histor-observer/histor/log/format"
 )
 
 // The reference tree of RFC 6962's test data (also transparency-dev/merkle's
@@ -34,7 +36,7 @@ func TestRFC6962Vectors(t *testing.T) {
 	put := func(level int, n uint64, data []byte) { tiles[[2]uint64{uint64(level), n}] = encodeTile(data) }
 	for i, leaf := range rfc6962Leaves {
 		b, _ := hex.DecodeString(leaf)
-		state.appendLeaves([][32]byte{leafHash(b)}, put)
+		state.appendLeaves([][32]byte{format.LeafHash(b)}, put)
 		if got := hex.EncodeToString(hashBytes(state.root())); got != rfc6962Roots[i] {
 			t.Fatalf("root of %d leaves = %s, want %s", i+1, got, rfc6962Roots[i])
 		}

@@ -2,12 +2,13 @@ package log
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/histor-observer/histor/log/format"
+	"github.com/histor-observer/histor/log/mtl"
 )
 
 // Entry is one label to append.
@@ -18,21 +19,12 @@ type Entry struct {
 
 // Evidence is one content-addressed body stored beside the labels.
 type Evidence struct {
-	Kind string // "toolsets", "descriptors", "pattern-sets" or "record-sets"
+	Kind string // one of EvidenceKinds()
 	Body []byte // JCS bytes; addressed by SRI of Body
 }
 
-var evidenceKinds = map[string]bool{"toolsets": true, "descriptors": true, "pattern-sets": true, "record-sets": true}
-
 // maxEvidenceBytes bounds one evidence body (a tool set is the big one).
 const maxEvidenceBytes = 4 << 20
-
-// SRI returns the subresource-integrity address of a body:
-// "sha256-" and the standard base64 of its SHA-256.
-func SRI(body []byte) string {
-	sum := sha256.Sum256(body)
-	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
-}
 
 type appendReq struct {
 	entries []Entry
@@ -111,7 +103,7 @@ func checkAppend(entries []Entry, ev []Evidence) error {
 			return &EntryError{ID: e.Kind, Reason: "unknown evidence kind"}
 		}
 		if len(e.Body) == 0 || len(e.Body) > maxEvidenceBytes {
-			return &EntryError{ID: SRI(e.Body), Reason: fmt.Sprintf("evidence is %d bytes, want 1..%d", len(e.Body), maxEvidenceBytes)}
+			return &EntryError{ID: mtl.SRI(e.Body), Reason: fmt.Sprintf("evidence is %d bytes, want 1..%d", len(e.Body), maxEvidenceBytes)}
 		}
 	}
 	return nil
@@ -365,8 +357,8 @@ func (l *Log) stage(p *pendingBatch, batch []*appendReq) ([]uint64, []error) {
 		for _, e := range req.entries {
 			pending[e.ID] = true
 			b.set(labelKey(e.ID), binary.BigEndian.AppendUint64(nil, next))
-			hashes = append(hashes, leafHash(e.Label))
-			p.bundle = appendBundleEntry(p.bundle, e.Label)
+			hashes = append(hashes, format.LeafHash(e.Label))
+			p.bundle = format.AppendBundleEntry(p.bundle, e.Label)
 			next++
 			if next%tileWidth == 0 {
 				b.set(bundleKey(next/tileWidth-1), p.bundle)
@@ -374,7 +366,7 @@ func (l *Log) stage(p *pendingBatch, batch []*appendReq) ([]uint64, []error) {
 			}
 		}
 		for _, e := range req.ev {
-			key := evidenceKey(e.Kind, SRI(e.Body))
+			key := evidenceKey(e.Kind, mtl.SRI(e.Body))
 			// A failed read here only costs writing the body again: it is
 			// content-addressed, so a second copy is the same bytes.
 			if _, err := l.store.get(key); err == nil {
@@ -421,11 +413,11 @@ func (l *Log) newHead(tiles *tileState, seq uint64) (*headRecord, error) {
 	}
 	rec := &headRecord{Seq: seq, Head: Head{Size: tiles.size, Root: tiles.root(), Time: t}}
 	var err error
-	if rec.STH, err = signSTH(l.cfg.Key, l.cfg.DID, rec.Size, rec.Root, t); err != nil {
+	if rec.STH, err = format.SignSTH(l.cfg.Key, l.cfg.DID, rec.Size, rec.Root, t); err != nil {
 		return nil, fmt.Errorf("signing head: %w", err)
 	}
-	cp := Checkpoint{Origin: l.cfg.Origin, Size: rec.Size, Root: rec.Root}
-	if rec.Checkpoint, err = signCheckpoint(l.signer, cp); err != nil {
+	cp := format.Checkpoint{Origin: l.cfg.Origin, Size: rec.Size, Root: rec.Root}
+	if rec.Checkpoint, err = format.SignCheckpoint(l.signer, cp); err != nil {
 		return nil, fmt.Errorf("signing checkpoint: %w", err)
 	}
 	return rec, nil

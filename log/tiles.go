@@ -1,11 +1,12 @@
 package log
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"io"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/histor-observer/histor/log/format"
 )
 
 const (
@@ -15,10 +16,8 @@ const (
 	fullTile   = tileWidth * hashSize
 )
 
-// emptyRoot is the RFC 9162 root of the empty tree, SHA-256 of nothing.
-var emptyRoot = sha256.Sum256(nil)
-
-func leafHash(entry []byte) [32]byte { return tlog.RecordHash(entry) }
+// emptyRoot is the RFC 9162 root of the empty tree.
+var emptyRoot = format.EmptyRoot()
 
 // subtreeHash is the Merkle root of 2^k concatenated hashes.
 func subtreeHash(data []byte) [32]byte {

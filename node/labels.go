@@ -10,20 +10,16 @@ import (
 	"strings"
 
 	hlog "github.com/histor-observer/histor/log"
+	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/mtl"
 )
-
-// evidenceKinds are the content-addressed stores; each path segment is
-// also the log's evidence kind.
-var evidenceKinds = map[string]bool{
-	"toolsets": true, "descriptors": true, "pattern-sets": true, "record-sets": true,
-}
 
 // methodShort are HISTOR's short method names, sent beside each entry.
 var methodShort = map[string]string{
-	"urn:awr:mtl:1:method:tool-set-observation":  "observation",
-	"urn:awr:mtl:1:method:tool-def-pattern-scan": "pattern-scan",
-	"urn:awr:mtl:1:method:tool-set-continuity":   "continuity",
-	"urn:awr:mtl:1:method:name-threat-match":     "name-threat",
+	awr.MethodObservation: "observation",
+	awr.MethodPatternScan: "pattern-scan",
+	awr.MethodContinuity:  "continuity",
+	awr.MethodNameThreat:  "name-threat",
 }
 
 // vcMediaType is what HISTOR serves a label as.
@@ -238,11 +234,10 @@ func (a *api) entriesStop(start uint64, end uintParam) uint64 {
 func summarize(index uint64, label []byte) entrySummary {
 	var f labelFields
 	_ = json.Unmarshal(label, &f) // a logged label is valid JSON; a missing member stays ""
-	sum := sha256.Sum256(label)
 	return entrySummary{
 		LeafIndex:   index,
 		ID:          f.ID,
-		Digest:      "sha256-" + base64.StdEncoding.EncodeToString(sum[:]),
+		Digest:      mtl.SRI(label),
 		Method:      f.CredentialSubject.Method.ID,
 		Verdict:     f.CredentialSubject.Verdict,
 		IssuedAt:    f.ValidFrom,

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/histor-observer/histor/crawl/scan"
+	hlog "github.com/histor-observer/histor/log"
 )
 
 // TestRouteTable: every pattern parses, no method is listed twice for one
@@ -25,7 +26,7 @@ func TestRouteTable(t *testing.T) {
 		}
 		have[rt.Pattern] = true
 	}
-	for kind := range evidenceKinds {
+	for _, kind := range hlog.EvidenceKinds() {
 		if !have["/api/v1/"+kind+"/{digest...}"] {
 			t.Errorf("evidence kind %s has no route", kind)
 		}

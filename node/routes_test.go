@@ -15,8 +15,8 @@ import (
 	"strings"
 	"testing"
 
-	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/format"
 )
 
 // routeSize spans two full level-0 tiles and a partial one, so every tile
@@ -204,7 +204,7 @@ func TestHealthAndHeads(t *testing.T) {
 	pub := tn.node.id.logKey.Public().(ed25519.PublicKey)
 	for _, path := range []string{"/api/v1/log/sth", "/api/v1/log/sth/3"} {
 		_, body := tn.get(t, path)
-		sth, err := hlog.VerifySTH(body, pub)
+		sth, err := format.VerifySTH(body, pub)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

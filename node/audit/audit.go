@@ -53,11 +53,14 @@ const (
 
 // Report is what a passing audit saw; its JSON is printed by `histor audit`.
 type Report struct {
-	Log         string       `json:"log"`
-	DID         string       `json:"did"`
-	TreeSize    uint64       `json:"treeSize"`
-	RootHash    string       `json:"rootHash"`
-	Signature   string       `json:"signature"`
+	Log       string `json:"log"`
+	DID       string `json:"did"`
+	TreeSize  uint64 `json:"treeSize"`
+	RootHash  string `json:"rootHash"`
+	Signature string `json:"signature,omitempty"`
+	// Empty says the log holds no label yet, so there was nothing to check.
+	Empty       bool         `json:"empty,omitempty"`
+	Note        string       `json:"note,omitempty"`
 	Consistency string       `json:"consistency,omitempty"`
 	Label       *LabelReport `json:"label,omitempty"`
 	Tiles       *TilesReport `json:"tiles,omitempty"`
@@ -145,6 +148,9 @@ func (a *auditor) run(ctx context.Context) (*Report, error) {
 		return nil, misbehaved("key", "the log key changed: kept %s, now %s", kept.Log, iss.DID)
 	}
 	sth, err := a.latestHead(ctx, iss)
+	if isEmptyLog(err) {
+		return a.empty(iss, kept)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +172,17 @@ func (a *auditor) run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// empty is the audit of a log that holds no label yet and so has no head
+// (HISTOR signs none over an empty tree): nothing to audit yet, and nothing
+// is kept, so the next run starts from the first real head. A log that said
+// so after a head was kept has gone back.
+func (a *auditor) empty(iss *issuerDoc, kept *head) (*Report, error) {
+	if kept != nil {
+		return nil, misbehaved("consistency", "the log says it is empty, but a head of size %d was kept", kept.Size)
+	}
+	return &Report{Log: a.base, DID: iss.DID, Empty: true, Note: "nothing to audit yet: the log is empty"}, nil
 }
 
 // ExitCode maps Run's error for a shell: 0 every check passed, 1 the log misbehaved, 2 the audit

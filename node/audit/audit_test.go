@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/node/audit"
 )
 
@@ -64,13 +67,22 @@ func TestHonestLogPassesAndHeadIsKept(t *testing.T) {
 	tl := newTestLog(t, "")
 	state := filepath.Join(t.TempDir(), "sub", "sth.json")
 
-	rep := mustPass(t, tl.srv.URL, state, audit.Options{}) // empty log: size-0 head
-	if rep.TreeSize != 0 || rep.Consistency != "" || rep.DID != tl.did {
+	// An empty log has no head (HISTOR signs none over an empty tree):
+	// nothing to audit yet, and nothing kept, so the next run is a first one.
+	rep := mustPass(t, tl.srv.URL, state, audit.Options{})
+	if !rep.Empty || rep.TreeSize != 0 || rep.DID != tl.did {
 		t.Fatalf("first run on an empty log: %+v", rep)
 	}
-	tl.appendLabels(t, 3)
-	if rep = mustPass(t, tl.srv.URL, state, audit.Options{}); rep.Consistency != "ok (0 → 3)" {
-		t.Errorf("consistency %q, want ok (0 → 3)", rep.Consistency)
+	if _, err := os.Stat(state); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("an empty log's audit kept a state file: %v", err)
+	}
+	tl.appendLabels(t, 1)
+	if rep = mustPass(t, tl.srv.URL, state, audit.Options{}); rep.Empty || rep.TreeSize != 1 || rep.Consistency != "" {
+		t.Fatalf("first run on a log of one label: %+v", rep)
+	}
+	tl.appendLabels(t, 2)
+	if rep = mustPass(t, tl.srv.URL, state, audit.Options{}); rep.Consistency != "ok (1 → 3)" {
+		t.Errorf("consistency %q, want ok (1 → 3)", rep.Consistency)
 	}
 	tl.appendLabels(t, 4)
 	if rep = mustPass(t, tl.srv.URL, state, audit.Options{}); rep.Consistency != "ok (3 → 7)" || rep.TreeSize != 7 {
@@ -112,8 +124,8 @@ func TestTilesOfAnHonestLog(t *testing.T) {
 
 func TestTilesOfAnEmptyAndASmallLog(t *testing.T) {
 	tl := newTestLog(t, "")
-	if rep := mustPass(t, tl.srv.URL, "", audit.Options{Tiles: true}); rep.Tiles.Entries != 0 {
-		t.Errorf("empty log: %+v", rep.Tiles)
+	if rep := mustPass(t, tl.srv.URL, "", audit.Options{Tiles: true}); !rep.Empty || rep.Tiles != nil {
+		t.Errorf("empty log: %+v", rep)
 	}
 	tl.appendLabels(t, 3)
 	if rep := mustPass(t, tl.srv.URL, "", audit.Options{Tiles: true}); rep.Tiles.Entries != 3 || rep.Tiles.HashTiles != 1 {
@@ -141,6 +153,24 @@ func TestForkAtTheSameSize(t *testing.T) {
 	if !strings.Contains(mis.Reason, "rewrote") {
 		t.Errorf("reason %q does not say the log rewrote its history", mis.Reason)
 	}
+	inc := mustHoldFork(t, mis, a.node.Log().Latest().STH, b.node.Log().Latest().STH)
+	if len(inc.Proof) != 0 {
+		t.Errorf("a same-size fork carries a proof of %d hashes", len(inc.Proof))
+	}
+}
+
+// mustHoldFork checks that a misbehaviour carries the fork's evidence: both signed heads,
+// byte for byte as the log served them.
+func mustHoldFork(t *testing.T, mis *audit.MisbehaviourError, smaller, larger []byte) *format.InconsistencyError {
+	t.Helper()
+	var inc *format.InconsistencyError
+	if !errors.As(mis, &inc) {
+		t.Fatalf("misbehaviour %v carries no *format.InconsistencyError", mis)
+	}
+	if !bytes.Equal(inc.Smaller.Raw, smaller) || !bytes.Equal(inc.Larger.Raw, larger) {
+		t.Errorf("evidence holds\n%s\nand\n%s\nwant\n%s\nand\n%s", inc.Smaller.Raw, inc.Larger.Raw, smaller, larger)
+	}
+	return inc
 }
 
 func TestForkThatGrew(t *testing.T) {
@@ -150,6 +180,10 @@ func TestForkThatGrew(t *testing.T) {
 	mis := mustMisbehave(t, b.srv.URL, state, "consistency", audit.Options{})
 	if !strings.Contains(mis.Reason, "NOT consistent") {
 		t.Errorf("reason %q does not name the failed consistency proof", mis.Reason)
+	}
+	inc := mustHoldFork(t, mis, a.node.Log().Latest().STH, b.node.Log().Latest().STH)
+	if len(inc.Proof) == 0 || inc.Smaller.Size != 3 || inc.Larger.Size != 6 {
+		t.Errorf("evidence of sizes %d and %d with %d proof hashes, want 3, 6 and a proof", inc.Smaller.Size, inc.Larger.Size, len(inc.Proof))
 	}
 }
 
@@ -164,8 +198,33 @@ func TestShrunkLog(t *testing.T) {
 	}
 }
 
+// TestEmptyAfterAHeadWasKept: a log that answers "empty" once a head was
+// kept has gone back.
+func TestEmptyAfterAHeadWasKept(t *testing.T) {
+	a := newTestLog(t, "")
+	a.appendLabels(t, 2)
+	state := filepath.Join(t.TempDir(), "sth.json")
+	mustPass(t, a.srv.URL, state, audit.Options{})
+	h := a.node.Handler()
+	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/log/sth" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"detail": "the log is empty"}`))
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(empty.Close)
+	mis := mustMisbehave(t, empty.URL, state, "consistency", audit.Options{})
+	if !strings.Contains(mis.Reason, "size 2 was kept") {
+		t.Errorf("reason %q does not name the kept head", mis.Reason)
+	}
+}
+
 func TestChangedKey(t *testing.T) {
 	a := newTestLog(t, "")
+	a.appendLabels(t, 1)
 	other := newTestLog(t, "")
 	state := filepath.Join(t.TempDir(), "sth.json")
 	mustPass(t, a.srv.URL, state, audit.Options{})
@@ -324,10 +383,11 @@ func TestServerErrorsAreIncomplete(t *testing.T) {
 
 func TestDamagedStateIsIncomplete(t *testing.T) {
 	tl := newTestLog(t, "")
+	tl.appendLabels(t, 1)
 	state := filepath.Join(t.TempDir(), "sth.json")
 	mustPass(t, tl.srv.URL, state, audit.Options{})
 	kept, _ := os.ReadFile(state)
-	os.WriteFile(state, bytes.Replace(kept, []byte(`"treeSize":0`), []byte(`"treeSize":1`), 1), 0o644)
+	os.WriteFile(state, bytes.Replace(kept, []byte(`"treeSize":1`), []byte(`"treeSize":2`), 1), 0o644)
 	mustBeIncomplete(t, tl.srv.URL, state, audit.Options{})
 }
 
@@ -351,6 +411,7 @@ func TestCheckpointOfAFork(t *testing.T) {
 	if !strings.Contains(mis.Reason, "not one tree") {
 		t.Errorf("reason %q does not say the two heads are not one tree", mis.Reason)
 	}
+	mustHoldFork(t, mis, forked, a.node.Log().Latest().STH)
 }
 
 func TestLabelServedPrettyPrinted(t *testing.T) {

@@ -3,16 +3,19 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/histor-observer/histor/log/format"
 )
 
 // Bounds on what the auditor reads, so a hostile log cannot make it hold unbounded memory.
 const (
 	maxJSONBytes       = 1 << 20
-	maxCheckpointBytes = 1 << 16
+	maxCheckpointBytes = format.MaxCheckpointBytes
 	maxHashTileBytes   = 256 * 32
 	maxBundleBytes     = 256 * (2 + 65535)
 )
@@ -41,7 +44,7 @@ func (a *auditor) get(ctx context.Context, path string, query url.Values, limit 
 	case resp.StatusCode == http.StatusConflict:
 		return nil, incomplete("fetching "+path, fmt.Errorf("not yet under a signed tree head; audit again later"))
 	case resp.StatusCode != http.StatusOK:
-		return nil, incomplete("fetching "+path, fmt.Errorf("HTTP %d", resp.StatusCode))
+		return nil, incomplete("fetching "+path, newStatusError(resp.StatusCode, body))
 	case int64(len(body)) > limit:
 		return nil, incomplete("reading "+path, fmt.Errorf("answer larger than %d bytes", limit))
 	}
@@ -59,4 +62,38 @@ func (a *auditor) getJSON(ctx context.Context, path string, query url.Values, v 
 		return incomplete("reading "+path, fmt.Errorf("the answer is not the expected JSON: %w", err))
 	}
 	return nil
+}
+
+// statusError is an answer other than 200, with HISTOR's {"detail": …} when
+// the log sent one.
+type statusError struct {
+	code   int
+	detail string
+}
+
+func newStatusError(code int, body []byte) *statusError {
+	var d struct {
+		Detail string `json:"detail"`
+	}
+	if json.Unmarshal(body, &d) == nil && len(d.Detail) <= 200 {
+		return &statusError{code: code, detail: d.Detail}
+	}
+	return &statusError{code: code}
+}
+
+func (e *statusError) Error() string {
+	if e.detail == "" {
+		return fmt.Sprintf("HTTP %d", e.code)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.code, e.detail)
+}
+
+// emptyLogDetail is what a HISTOR log answers for its latest head until it
+// holds a label: it signs no head over an empty tree.
+const emptyLogDetail = "the log is empty"
+
+// isEmptyLog reports whether err is the head route's "the log is empty".
+func isEmptyLog(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.code == http.StatusNotFound && se.detail == emptyLogDetail
 }

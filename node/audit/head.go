@@ -1,22 +1,16 @@
 package audit
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
 
-	"github.com/transparency-dev/merkle/proof"
-	"github.com/transparency-dev/merkle/rfc6962"
-
-	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/format"
 )
 
 // issuerDoc is the part of /api/v1/issuer the auditor uses.
@@ -55,7 +49,7 @@ func (a *auditor) fetchHead(ctx context.Context, path string, iss *issuerDoc) (*
 	// say) says nothing yet about the log's honesty. One that says it is a histor.sth/v1 head is
 	// held to it: any malformed member or failed signature is the log's doing.
 	if !claimsToBeHead(doc) {
-		return nil, incomplete("reading "+path, errors.New("not a tree head: no JSON object of type "+hlog.STHType))
+		return nil, incomplete("reading "+path, errors.New("not a tree head: no JSON object of type "+format.STHType))
 	}
 	h, err := verifyHead(doc, iss.pub)
 	if err != nil {
@@ -75,14 +69,14 @@ func (a *auditor) consistency(ctx context.Context, kept, sth *head) (string, err
 	case sth.Size < kept.Size:
 		return "", misbehaved("consistency", "the log shrank: kept %d, now %d", kept.Size, sth.Size)
 	case sth.Size == kept.Size:
-		if sth.Root != kept.Root {
-			return "", misbehaved("consistency", "same size %d, different root (kept %s, now %s): the log rewrote its history",
+		if err := format.CheckConsistency(kept.signed(), sth.signed(), nil); err != nil {
+			return "", forked("consistency", err, "same size %d, different root (kept %s, now %s): the log rewrote its history",
 				sth.Size, kept.rootHex(), sth.rootHex())
 		}
 		return "unchanged", nil
 	case kept.Size == 0:
 		// Every tree extends the empty one, but the kept empty head must really be empty.
-		if kept.Root != sha256.Sum256(nil) {
+		if kept.Root != format.EmptyRoot() {
 			return "", misbehaved("consistency", "the kept head of size 0 has root %s, not the empty root", kept.rootHex())
 		}
 		return fmt.Sprintf("ok (0 → %d)", sth.Size), nil
@@ -91,14 +85,14 @@ func (a *auditor) consistency(ctx context.Context, kept, sth *head) (string, err
 	if err != nil {
 		return "", err
 	}
-	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, kept.Size, sth.Size, hashes, kept.Root[:], sth.Root[:]); err != nil {
-		return "", misbehaved("consistency", "the head of size %d is NOT consistent with the head kept at size %d: %v",
-			sth.Size, kept.Size, err)
+	if err := format.CheckConsistency(kept.signed(), sth.signed(), hashes); err != nil {
+		return "", forked("consistency", err, "the head of size %d is NOT consistent with the head kept at size %d: %v",
+			sth.Size, kept.Size, errors.Unwrap(err))
 	}
 	return fmt.Sprintf("ok (%d → %d)", kept.Size, sth.Size), nil
 }
 
-func (a *auditor) consistencyProof(ctx context.Context, first, second uint64) ([][]byte, error) {
+func (a *auditor) consistencyProof(ctx context.Context, first, second uint64) ([][32]byte, error) {
 	var ans struct {
 		Proof []string `json:"proof"`
 	}
@@ -106,24 +100,11 @@ func (a *auditor) consistencyProof(ctx context.Context, first, second uint64) ([
 	if err := a.getJSON(ctx, "/api/v1/log/proof/consistency", q, &ans); err != nil {
 		return nil, err
 	}
-	hashes, err := decodeHashes(ans.Proof)
+	hashes, err := format.ParseHexHashes(ans.Proof)
 	if err != nil {
 		return nil, misbehaved("consistency", "the consistency proof %d → %d is malformed: %v", first, second, err)
 	}
 	return hashes, nil
-}
-
-// decodeHashes decodes hex hashes of exactly 32 bytes each, lowercase as the log writes them.
-func decodeHashes(hexes []string) ([][]byte, error) {
-	out := make([][]byte, len(hexes))
-	for i, s := range hexes {
-		b, err := hex.DecodeString(s)
-		if err != nil || len(b) != sha256.Size || !bytes.Equal([]byte(hex.EncodeToString(b)), []byte(s)) {
-			return nil, fmt.Errorf("hash %d (%q) is not 64 lowercase hex digits", i, s)
-		}
-		out[i] = b
-	}
-	return out, nil
 }
 
 // claimsToBeHead reports whether doc is a JSON object whose type member is histor.sth/v1,
@@ -134,5 +115,5 @@ func claimsToBeHead(doc []byte) bool {
 		return false
 	}
 	var typ string
-	return json.Unmarshal(probe["type"], &typ) == nil && typ == hlog.STHType
+	return json.Unmarshal(probe["type"], &typ) == nil && typ == format.STHType
 }

@@ -18,8 +18,8 @@ import (
 	"filippo.io/torchwood"
 	"golang.org/x/mod/sumdb/note"
 
-	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/keys"
 	"github.com/histor-observer/histor/node/audit"
 )
@@ -75,7 +75,7 @@ func hugeClaimedLog(t *testing.T, tiles http.HandlerFunc) string {
 	var root [32]byte
 	rand.Read(root[:])
 	body := fmt.Sprintf(`{"log":%q,"rootHash":%q,"timestamp":"2026-09-23T09:13:04Z","treeSize":%d,"type":%q}`,
-		did, hex.EncodeToString(root[:]), uint64(size), hlog.STHType)
+		did, hex.EncodeToString(root[:]), uint64(size), format.STHType)
 	sig := base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, []byte(body)))
 	sth := fmt.Sprintf(`%s,"signature":{"alg":"Ed25519","value":%q,"verificationMethod":%q}}`,
 		body[:len(body)-1], sig, awr.VerificationMethod(did))

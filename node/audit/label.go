@@ -6,10 +6,8 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/transparency-dev/merkle/proof"
-	"github.com/transparency-dev/merkle/rfc6962"
-
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/format"
 )
 
 // maxLabelBytes bounds a served label: the log keeps them under the 64 KiB tile entry limit,
@@ -32,8 +30,8 @@ func (a *auditor) label(ctx context.Context, iss *issuerDoc, sth *head, id strin
 	if err != nil {
 		return nil, err
 	}
-	leaf := rfc6962.DefaultHasher.HashLeaf(v.JCS) // the leaf input is JCS(label), whatever form was served
-	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, index, sth.Size, leaf, hashes, sth.Root[:]); err != nil {
+	leaf := format.LeafHash(v.JCS) // the leaf input is JCS(label), whatever form was served
+	if err := format.VerifyInclusion(index, sth.Size, leaf, hashes, sth.Root); err != nil {
 		return nil, misbehaved("label", "label %s is not in the tree under the head of size %d: %v", id, sth.Size, err)
 	}
 	return &LabelReport{ID: id, LeafIndex: index, Inclusion: "ok"}, nil
@@ -54,7 +52,7 @@ func checkLabel(doc []byte, did, id string) (*awr.Verified, error) {
 	return v, nil
 }
 
-func (a *auditor) labelProof(ctx context.Context, path, id string, size uint64) (uint64, [][]byte, error) {
+func (a *auditor) labelProof(ctx context.Context, path, id string, size uint64) (uint64, [][32]byte, error) {
 	var ans struct {
 		LeafIndex      *uint64  `json:"leafIndex"`
 		InclusionProof []string `json:"inclusionProof"`
@@ -66,7 +64,7 @@ func (a *auditor) labelProof(ctx context.Context, path, id string, size uint64) 
 	if ans.LeafIndex == nil {
 		return 0, nil, incomplete("reading "+path+"/proof", fmt.Errorf("no leafIndex in the answer"))
 	}
-	hashes, err := decodeHashes(ans.InclusionProof)
+	hashes, err := format.ParseHexHashes(ans.InclusionProof)
 	if err != nil {
 		return 0, nil, misbehaved("label", "the inclusion proof of label %s is malformed: %v", id, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/histor-observer/histor/log/format"
 )
 
 // head is a verified histor.sth/v1 tree head.
@@ -18,6 +20,11 @@ type head struct {
 }
 
 func (h *head) rootHex() string { return hex.EncodeToString(h.Root[:]) }
+
+// signed is h as evidence.
+func (h *head) signed() format.SignedHead {
+	return format.SignedHead{Raw: h.Raw, Size: h.Size, Root: h.Root}
+}
 
 // loadState reads the head kept by the previous run: the signed histor.sth/v1 document as the
 // log served it (the same file HISTOR's Python auditor writes). No file means a first run.

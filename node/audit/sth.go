@@ -4,13 +4,13 @@ import (
 	"crypto/ed25519"
 	"fmt"
 
-	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/format"
 )
 
 // verifyHead parses a histor.sth/v1 document strictly and checks its signature under pub.
 func verifyHead(doc []byte, pub ed25519.PublicKey) (*head, error) {
-	s, err := hlog.VerifySTH(doc, pub)
+	s, err := format.VerifySTH(doc, pub)
 	if err != nil {
 		return nil, err
 	}
@@ -19,7 +19,7 @@ func verifyHead(doc []byte, pub ed25519.PublicKey) (*head, error) {
 
 // verifyKeptHead checks a kept head against the key it names itself.
 func verifyKeptHead(doc []byte) (*head, error) {
-	s, err := hlog.ParseSTH(doc)
+	s, err := format.ParseSTH(doc)
 	if err != nil {
 		return nil, err
 	}

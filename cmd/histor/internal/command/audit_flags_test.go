@@ -52,9 +52,9 @@ func TestAuditRefusesNonPositiveBounds(t *testing.T) {
 
 // TestAuditAcceptsPositiveBounds: the smallest bounds allowed run an audit.
 func TestAuditAcceptsPositiveBounds(t *testing.T) {
-	base := serveNode(t) // an empty log: a checkpoint of size 0
+	base := serveNode(t) // one entry: a checkpoint of size 1
 	if code, out, stderr := runCLI("audit", base, "--tiles", "--tiles-max-leaves", "1", "--deadline", "1m", "--timeout", "1s"); code != 0 ||
-		!strings.Contains(out, `"checkpointSize": 0`) {
+		!strings.Contains(out, `"checkpointSize": 1`) {
 		t.Errorf("exit %d: %s%s", code, out, stderr)
 	}
 }

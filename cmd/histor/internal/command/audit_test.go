@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node"
 )
 
-// serveNode starts a real node on loopback with a fresh seed.
+// serveNode starts a real node on loopback with a fresh seed and one
+// logged entry (an empty log has no head to audit).
 func serveNode(t *testing.T) string {
 	t.Helper()
 	n, err := node.New(node.Config{DataDir: t.TempDir()})
@@ -22,6 +24,10 @@ func serveNode(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
+	entry := hlog.Entry{ID: "urn:uuid:00000000-0000-4000-8000-000000000001", Label: []byte(`{"id":"urn:uuid:00000000-0000-4000-8000-000000000001"}`)}
+	if _, err := n.Log().Append(context.Background(), []hlog.Entry{entry}, nil); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(n.Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
@@ -36,7 +42,7 @@ func runCLI(args ...string) (int, string, string) {
 func TestAuditExitCodes(t *testing.T) {
 	honest, other := serveNode(t), serveNode(t)
 	state := filepath.Join(t.TempDir(), "sth.json")
-	if code, out, stderr := runCLI("audit", honest, "--state", state, "--tiles"); code != 0 || !strings.Contains(out, `"treeSize": 0`) {
+	if code, out, stderr := runCLI("audit", honest, "--state", state, "--tiles"); code != 0 || !strings.Contains(out, `"treeSize": 1`) {
 		t.Fatalf("honest log: exit %d: %s%s", code, out, stderr)
 	}
 	// Another key at the same address is what a log that changed its key looks like.

@@ -1,4 +1,4 @@
-package log
+package format
 
 import (
 	"crypto/ed25519"
@@ -21,10 +21,14 @@ const STHType = "histor.sth/v1"
 // sthTimeLayout is HISTOR's timestamp form: UTC, whole seconds, "Z".
 const sthTimeLayout = "2006-01-02T15:04:05Z"
 
-// maxSTHBytes bounds what ParseSTH reads; a real head is about 400 bytes.
-const maxSTHBytes = 4096
+// MaxSTHBytes bounds what ParseSTH reads; a real head is about 400 bytes.
+const MaxSTHBytes = 4096
 
 var didKeyRE = regexp.MustCompile(`^did:key:z[1-9A-HJ-NP-Za-km-z]{40,60}$`)
+
+// ErrSignature marks a well-formed signed input whose signature does not verify under the
+// key it was checked against. A witness tells it apart from a malformed input (403, not 400).
+var ErrSignature = errors.New("signature does not verify")
 
 // STH is a parsed histor.sth/v1 document.
 type STH struct {
@@ -57,9 +61,6 @@ type sthDoc struct {
 	Signature sthSignature `json:"signature"`
 }
 
-// canonicalJSON marshals v and returns its RFC 8785 form (AWR/2 rules).
-func canonicalJSON(v any) ([]byte, error) { return canon.Marshal(v) }
-
 func (s *STH) body() sthBody {
 	return sthBody{
 		Type:      STHType,
@@ -70,12 +71,13 @@ func (s *STH) body() sthBody {
 	}
 }
 
-// signSTH returns the served document: the RFC 8785 bytes of the whole head,
+// SignSTH returns the served document: the RFC 8785 bytes of the whole head,
 // signature included (HISTOR verifies the parsed document, so any JSON form
-// would do; the canonical one makes the served bytes reproducible).
-func signSTH(key ed25519.PrivateKey, did string, size uint64, root [32]byte, t time.Time) ([]byte, error) {
+// would do; the canonical one makes the served bytes reproducible). t is cut
+// to whole seconds.
+func SignSTH(key ed25519.PrivateKey, did string, size uint64, root [32]byte, t time.Time) ([]byte, error) {
 	s := STH{Log: did, TreeSize: size, Root: root, Time: t}
-	msg, err := canonicalJSON(s.body())
+	msg, err := canon.Marshal(s.body())
 	if err != nil {
 		return nil, fmt.Errorf("canonicalising head: %w", err)
 	}
@@ -84,12 +86,12 @@ func signSTH(key ed25519.PrivateKey, did string, size uint64, root [32]byte, t t
 		VerificationMethod: awr.VerificationMethod(did),
 		Value:              base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, msg)),
 	}}
-	return canonicalJSON(doc)
+	return canon.Marshal(doc)
 }
 
-// VerifySTH parses doc strictly and checks its signature under pub. It does
-// not check that Log is the did:key of pub; callers that pinned a DID compare
-// it themselves.
+// VerifySTH parses doc strictly and checks its signature under pub; a signature that does
+// not verify is reported wrapping ErrSignature. It does not check that Log is the did:key of
+// pub; callers that pinned a DID compare it themselves.
 func VerifySTH(doc []byte, pub ed25519.PublicKey) (*STH, error) {
 	s, err := ParseSTH(doc)
 	if err != nil {
@@ -98,12 +100,12 @@ func VerifySTH(doc []byte, pub ed25519.PublicKey) (*STH, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, errors.New("verifying head: bad public key length")
 	}
-	msg, err := canonicalJSON(s.body())
+	msg, err := canon.Marshal(s.body())
 	if err != nil {
 		return nil, fmt.Errorf("canonicalising head: %w", err)
 	}
 	if !ed25519.Verify(pub, msg, s.Signature) {
-		return nil, errors.New("verifying head: signature does not verify")
+		return nil, fmt.Errorf("verifying head: %w", ErrSignature)
 	}
 	return s, nil
 }
@@ -113,7 +115,7 @@ func VerifySTH(doc []byte, pub ed25519.PublicKey) (*STH, error) {
 // ±(2^53−1), valid UTF-8), with exactly the expected members in their
 // canonical forms. It does not check the signature (see VerifySTH).
 func ParseSTH(doc []byte) (*STH, error) {
-	v, err := canon.ParseWith(doc, canon.Limits{MaxDepth: 2, MaxBytes: maxSTHBytes})
+	v, err := canon.ParseWith(doc, canon.Limits{MaxDepth: 2, MaxBytes: MaxSTHBytes})
 	if err != nil {
 		return nil, fmt.Errorf("parsing head: %w", err)
 	}
