@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	hlog "github.com/histor-observer/histor/log"
 )
@@ -42,6 +43,7 @@ type api struct {
 	version    string
 	logger     *slog.Logger
 	crawl      func() (running bool, lastError string) // nil without a crawler
+	read       atomic.Pointer[ReadAPI]                 // the reading API's data; nil until set (servers.go)
 }
 
 // ServeHTTP routes by hand rather than through http.ServeMux: evidence
@@ -67,6 +69,10 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.serveTile(w, r, p[len("/log/tile/"):])
 	case p == "/health":
 		a.serveHealth(w, r)
+	case strings.HasPrefix(p, "/badge/"):
+		a.serveBadgeSVG(w, r, p[len("/badge/"):])
+	case p == "/feed.xml":
+		a.serveFeed(w, r)
 	default:
 		a.fail(w, http.StatusNotFound, "not found")
 	}
@@ -88,6 +94,20 @@ func (a *api) routeAPI(w http.ResponseWriter, r *http.Request, p string) {
 		a.serveConsistency(w, r)
 	case strings.HasPrefix(p, "labels/"):
 		a.routeLabel(w, r, p[len("labels/"):])
+	case p == "servers":
+		a.serveServers(w, r)
+	case p == "changes":
+		a.serveChanges(w, r)
+	case p == "stats":
+		a.serveStats(w, r)
+	case p == "stats/hosts":
+		a.serveStatsHosts(w, r)
+	case strings.HasPrefix(p, "servers/"):
+		a.serveServer(w, r, p[len("servers/"):])
+	case strings.HasPrefix(p, "changes/"):
+		a.serveChange(w, r, p[len("changes/"):])
+	case strings.HasPrefix(p, "badges/"):
+		a.serveShield(w, r, p[len("badges/"):])
 	default:
 		kind, sri, ok := strings.Cut(p, "/")
 		if ok && evidenceKinds[kind] {
