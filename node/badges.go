@@ -86,7 +86,7 @@ func (a *api) serveBadgeSVG(w http.ResponseWriter, r *http.Request, file string)
 	if len(id) <= maxServerIDBytes {
 		s = rd.Catalog.ByID(id)
 	}
-	msg, state := badgeState(s, time.Now())
+	msg, state := badgeState(s, rd.now())
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	writeBody(w, "image/svg+xml", renderBadge(badgeLabel, msg, badgeColors[state]))
 }
@@ -127,7 +127,7 @@ func (a *api) serveShield(w http.ResponseWriter, r *http.Request, name string) {
 	if rd == nil {
 		return
 	}
-	now := time.Now()
+	now := rd.now()
 	var sh shield
 	switch name {
 	case "log":

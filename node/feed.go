@@ -46,7 +46,7 @@ func (a *api) serveFeed(w http.ResponseWriter, r *http.Request) {
 	if base == "" {
 		base = "http://" + r.Host
 	}
-	writeBody(w, "application/atom+xml", renderFeed(rd.Catalog, strings.TrimSuffix(base, "/"), cs, time.Now()))
+	writeBody(w, "application/atom+xml", renderFeed(rd.Catalog, strings.TrimSuffix(base, "/"), cs, rd.now()))
 }
 
 // watchIDs reads ?watch=id,id,…: server ids (16 lowercase hex

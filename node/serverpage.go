@@ -62,7 +62,7 @@ func (a *api) serveServer(w http.ResponseWriter, r *http.Request, id string) {
 		a.fail(w, http.StatusNotFound, "unknown server")
 		return
 	}
-	page, tools, err := a.buildServerPage(rd.Catalog, s)
+	page, tools, err := a.buildServerPage(rd.Catalog, s, rd.now())
 	if err != nil {
 		a.internal(w, r, "reading server", err)
 		return
@@ -84,8 +84,8 @@ func (a *api) serveServer(w http.ResponseWriter, r *http.Request, id string) {
 }
 
 // buildServerPage gathers one server's page and its stored tool set.
-func (a *api) buildServerPage(c *catalog.Catalog, s *catalog.Server) (*serverPage, []byte, error) {
-	p := &serverPage{Server: summarizeServer(s, time.Now())}
+func (a *api) buildServerPage(c *catalog.Catalog, s *catalog.Server, now time.Time) (*serverPage, []byte, error) {
+	p := &serverPage{Server: summarizeServer(s, now)}
 	var err error
 	if p.Descriptor, err = c.Descriptor(s); err != nil {
 		return nil, nil, err

@@ -29,6 +29,15 @@ type ReadAPI struct {
 	// /api/v1/stats; optional (null when nil or not running). Whether a
 	// crawl runs and its last error come from Config.CrawlStatus.
 	Crawl func() (runningSince time.Time, progress any)
+	// Now is the clock of badges and "since" windows. Default time.Now.
+	Now func() time.Time
+}
+
+func (r *ReadAPI) now() time.Time {
+	if r.Now == nil {
+		return time.Now()
+	}
+	return r.Now()
 }
 
 // SetReadAPI serves the reading API from r. The log must be open (Open);
@@ -77,7 +86,7 @@ func (a *api) serveServers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	total, page := rd.Catalog.Search(q, st, int(limit), int(offset))
-	now := time.Now()
+	now := rd.now()
 	rows := make([]serverSummary, len(page))
 	for i, s := range page {
 		rows[i] = summarizeServer(s, now)

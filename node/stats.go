@@ -67,7 +67,7 @@ func (a *api) serveStats(w http.ResponseWriter, r *http.Request) {
 	if rd == nil {
 		return
 	}
-	c, now := rd.Catalog, time.Now()
+	c, now := rd.Catalog, rd.now()
 	out := statsAnswer{
 		GeneratedAt: catalog.FormatTime(now),
 		Targets:     c.Counts(),
