@@ -61,7 +61,7 @@ type Server struct {
 	// Obs.Changes).
 	ChangeCount int
 
-	hay        string  // lower-cased name, endpoint and title, NUL-separated, for q
+	hay        string  // lower-cased name, endpoint and title, NUL-separated, for q; cleared once the lists hold it
 	changeSeqs []int64 // the target's change ids, newest first
 }
 
@@ -80,7 +80,7 @@ type snapshot struct {
 	byName     map[string][]*Server
 	// listed holds the targets still listed, per State, in HISTOR's list
 	// order (pinned first, most changes first, then name and endpoint).
-	listed [stateCount][]*Server
+	listed [stateCount]list
 	// changeTimes are every change record's time, oldest first.
 	changeTimes []time.Time
 	counts      Counts

@@ -54,21 +54,57 @@ const MaxQueryRunes = 200
 // characters and surrounding space are dropped from it first, as HISTOR
 // drops them. Delisted targets are never listed (ByID still finds them).
 func (c *Catalog) Search(q string, st State, limit, offset int) (total int, page []*Server) {
-	all := c.current().listed[st]
+	l := &c.current().listed[st]
 	needle := strings.ToLower(strings.TrimSpace(strings.ReplaceAll(q, "\x00", "")))
 	if needle == "" {
-		return len(all), window(all, limit, offset)
+		return len(l.servers), window(l.servers, limit, offset)
 	}
-	for _, s := range all {
-		if !strings.Contains(s.hay, needle) {
-			continue
+	// One scan of the list's text: each hit is mapped to its server by a
+	// cursor that only moves forward (hits come in order), and the scan
+	// resumes at the next server's text, so a server counts once and a
+	// search costs one pass however many servers match.
+	k := 0
+	for pos := 0; pos < len(l.text); {
+		i := strings.Index(l.text[pos:], needle)
+		if i < 0 {
+			break
+		}
+		for k+1 < len(l.starts) && int(l.starts[k+1]) <= pos+i {
+			k++
 		}
 		if total >= offset && len(page) < limit {
-			page = append(page, s)
+			page = append(page, l.servers[k])
 		}
 		total++
+		if k+1 == len(l.starts) {
+			break
+		}
+		k++
+		pos = int(l.starts[k])
 	}
 	return total, page
+}
+
+// list is one state's listed servers in list order, with their search
+// text laid end to end (NUL-separated; a search text never holds NUL) so a
+// search is one pass over contiguous memory rather than a pointer chase
+// per server.
+type list struct {
+	servers []*Server
+	text    string
+	starts  []int32 // starts[k] is where servers[k]'s text begins in text
+}
+
+func newList(servers []*Server) list {
+	l := list{servers: servers, starts: make([]int32, len(servers))}
+	var b strings.Builder
+	for k, s := range servers {
+		l.starts[k] = int32(b.Len())
+		b.WriteString(s.hay)
+		b.WriteByte(0)
+	}
+	l.text = b.String()
+	return l
 }
 
 func window(all []*Server, limit, offset int) []*Server {
@@ -88,11 +124,16 @@ func (s *snapshot) index(servers []*Server) {
 	}
 	slices.SortFunc(listed, listOrder)
 	for st := range stateCount {
+		var in []*Server
 		for _, sv := range listed {
 			if st.has(sv) {
-				s.listed[st] = append(s.listed[st], sv)
+				in = append(in, sv)
 			}
 		}
+		s.listed[st] = newList(in)
+	}
+	for _, sv := range servers {
+		sv.hay = "" // the lists hold it now
 	}
 	s.byEndpoint, s.byName = map[string][]*Server{}, map[string][]*Server{}
 	for _, sv := range servers {

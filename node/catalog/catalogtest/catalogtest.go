@@ -271,3 +271,50 @@ func (f *Fixture) buildOthers(tb testing.TB, st *state.Store, lg Appender) {
 	f.Unreachable, f.Delisted, f.Skipped = un.ID, gone.ID, sk.ID
 	f.LabelIDs = append(f.LabelIDs, ids(refs)...)
 }
+
+// Populate writes n targets alike to st and lg, for benchmarks: each with
+// an ok observation of one of 100 shared tool sets, one timeline span and
+// one label; every tenth has a change record. Names are
+// io.example/server-NNNNN, on 500 hosts.
+func Populate(tb testing.TB, st *state.Store, lg Appender, n int) {
+	tb.Helper()
+	const batch = 1000
+	sets := make([][]any, 100)
+	for i := range sets {
+		sets[i] = Tools(fmt.Sprintf("tool-%d", i), fmt.Sprintf("Does thing %d with the text it is given.", i),
+			"echo", "Echo the text back.")
+	}
+	for start := 0; start < n; start += batch {
+		var us []state.Update
+		var entries []hlog.Entry
+		var ev []hlog.Evidence
+		size := lg.Size()
+		for i := start; i < min(n, start+batch); i++ {
+			u, e, sev := populated(tb, i, sets[i%len(sets)], size+uint64(len(entries)))
+			us, entries, ev = append(us, u), append(entries, e), append(ev, sev...)
+		}
+		if _, err := lg.Append(context.Background(), entries, ev); err != nil {
+			tb.Fatalf("appending: %v", err)
+		}
+		commit(tb, st, us...)
+	}
+}
+
+func populated(tb testing.TB, i int, tools []any, leaf uint64) (state.Update, hlog.Entry, []hlog.Evidence) {
+	t := Target(fmt.Sprintf("io.example/server-%05d", i), fmt.Sprintf("https://host%03d.example.com/mcp/%05d", i%500, i))
+	sub := MakeSubject(tb, t, tools)
+	at := Now.Add(-time.Duration(i%30+1) * 24 * time.Hour)
+	lid := fmt.Sprintf("urn:uuid:00000000-0000-4000-8000-%012x", leaf)
+	body := fmt.Appendf(nil, `{"credentialSubject":{"method":{"id":%q},"verdict":"pass"},"id":%q}`, awr.MethodObservation, lid)
+	obs := okObs(t, sub, at, Now.Add(-time.Hour), 1+i%5)
+	u := state.Update{Target: crawled(t, "ok", "", Now.Add(-time.Hour)), Observation: obs,
+		Span: okSpan(t, sub, at, Now.Add(-time.Hour), obs.OKObservations),
+		Labels: []state.LabelRef{{TargetID: t.ID, ID: lid, Method: awr.MethodObservation, Verdict: "pass",
+			Subject: sub.URN, ObservedAt: at, IssuedAt: at, Digest: mtl.SRI(body), LeafIndex: leaf}}}
+	if i%10 == 0 {
+		obs.Changes = 1
+		u.Change = &state.Change{ID: fmt.Sprintf("%016x", i), TargetID: t.ID, Name: t.Name, Endpoint: t.Endpoint,
+			Before: sub.ToolSet, After: sub.ToolSet, At: at, Summary: json.RawMessage(`{"added":[],"removed":[],"modified":[],"detail":"full"}`)}
+	}
+	return u, hlog.Entry{ID: lid, Label: body}, sub.evidence
+}
