@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	hlog "github.com/histor-observer/histor/log"
@@ -44,8 +45,9 @@ type api struct {
 	profile    string // Config.Profile, for /health
 	logger     *slog.Logger
 	operator   operatorToken
-	crawls     crawlControl // nil without a crawler
-	metrics    http.Handler // the registry's exposition; nil: /metrics is 404
+	crawls     crawlControl            // nil without a crawler
+	metrics    http.Handler            // the registry's exposition; nil: /metrics is 404
+	read       atomic.Pointer[ReadAPI] // the reading API's data; nil until set (servers.go)
 }
 
 // crawlControl is what the API asks of the node's crawls.

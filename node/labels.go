@@ -163,7 +163,7 @@ type entrySummary struct {
 	Digest      string  `json:"digest"`
 	Method      string  `json:"method"`
 	Verdict     string  `json:"verdict"`
-	TargetID    *string `json:"target_id"` // not kept by the log; always null
+	TargetID    *string `json:"target_id"` // from the crawl state; null without one
 	IssuedAt    string  `json:"issued_at"`
 	MethodShort string  `json:"methodShort"`
 }
@@ -203,6 +203,10 @@ func (a *api) serveEntries(w http.ResponseWriter, r *http.Request) {
 			a.internal(w, r, "reading entries", err)
 			return
 		}
+	}
+	if err := a.fillTargets(rows); err != nil {
+		a.internal(w, r, "reading entry targets", err)
+		return
 	}
 	body, err := json.Marshal(struct {
 		Start   uint64         `json:"start"`

@@ -19,6 +19,7 @@ import (
 	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/keys"
+	"github.com/histor-observer/histor/node/catalog"
 )
 
 // Version is reported by /health.
@@ -36,12 +37,13 @@ type Node struct {
 	id      identity
 	metrics *httpMetrics
 
-	mu     sync.Mutex // guards the parts below and serializes Open and Close
-	opened []part     // the parts open now, in the order they opened
-	log    *hlog.Log  // nil until Open
-	state  *state.Store
-	cr     *crawl.Crawler
-	crawls *crawls
+	mu      sync.Mutex // guards the parts below and serializes Open and Close
+	opened  []part     // the parts open now, in the order they opened
+	log     *hlog.Log  // nil until Open
+	state   *state.Store
+	cr      *crawl.Crawler
+	catalog *catalog.Catalog
+	crawls  *crawls
 	// api is read on every request, so it is an atomic rather than under mu;
 	// nil before Open and after Close.
 	api atomic.Pointer[api]
@@ -220,9 +222,9 @@ func (n *Node) CrawlOnce(ctx context.Context) (*crawl.Summary, error) {
 	}
 	defer n.Close()
 	n.mu.Lock()
-	cr := n.cr
+	run := crawlAndReload(n.cr, n.catalog, n.cfg.Logger)
 	n.mu.Unlock()
-	return cr.Run(ctx)
+	return run(ctx)
 }
 
 func (n *Node) server(h http.Handler) *http.Server {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
+	"github.com/histor-observer/histor/node/catalog"
 )
 
 // part is one piece the node owns. Open opens the parts in their order and
@@ -27,6 +29,7 @@ func (n *Node) parts() []part {
 		{"log", n.openLog, n.closeLog},
 		{"crawl state", n.openState, n.closeState},
 		{"crawler", n.openCrawler, n.closeCrawler},
+		{"catalog", n.openCatalog, n.closeCatalog},
 		{"crawls", n.openCrawls, n.closeCrawls},
 		{"api", n.openAPI, n.closeAPI},
 	}
@@ -114,9 +117,37 @@ func (n *Node) closeCrawler() error {
 	return nil
 }
 
-func (n *Node) openCrawls(context.Context) error {
-	n.crawls = newCrawls(n.cr.Run, n.state, n.cfg.Logger, n.now)
+// openCatalog loads the reading API's model of the crawl state; it is
+// reloaded after every crawl (see crawlAndReload).
+func (n *Node) openCatalog(context.Context) error {
+	c, err := catalog.New(catalog.Options{Store: n.state, Log: n.log, Patterns: n.cr.PatternSet(), Now: n.cfg.Now, Logger: n.cfg.Logger})
+	if err != nil {
+		return err
+	}
+	n.catalog = c
 	return nil
+}
+
+func (n *Node) closeCatalog() error {
+	n.catalog = nil
+	return nil
+}
+
+func (n *Node) openCrawls(context.Context) error {
+	n.crawls = newCrawls(crawlAndReload(n.cr, n.catalog, n.cfg.Logger), n.state, n.cfg.Logger, n.now)
+	return nil
+}
+
+// crawlAndReload is one crawl followed by a reload of the catalog, so the
+// reading API and /check answer from what the crawl just committed.
+func crawlAndReload(cr *crawl.Crawler, c *catalog.Catalog, logger *slog.Logger) func(context.Context) (*crawl.Summary, error) {
+	return func(ctx context.Context) (*crawl.Summary, error) {
+		sum, err := cr.Run(ctx)
+		if rerr := c.Reload(); rerr != nil {
+			logger.Error("reloading the catalog after a crawl", "err", rerr)
+		}
+		return sum, err
+	}
 }
 
 // closeCrawls cancels the schedule and any crawl in progress and waits for
@@ -138,6 +169,7 @@ func (n *Node) openAPI(context.Context) error {
 	a := newAPI(n.log, doc, n.cfg)
 	a.crawls = n.crawls
 	a.metrics = n.metrics.handler(n.cfg.Registry, n.cfg.Logger)
+	a.setReadAPI(&ReadAPI{Catalog: n.catalog, PublicBase: n.cfg.PublicURL, CrawlInterval: n.cfg.CrawlInterval, Now: n.cfg.Now})
 	n.api.Store(a)
 	return nil
 }

@@ -49,6 +49,9 @@ const (
 type segment struct {
 	kind int
 	text string // the literal, or the parameter's name
+	// suffix is a literal a parameter's segment ends with ("{id}.svg"); the
+	// parameter's value is the segment without it, never empty.
+	suffix string
 }
 
 // compiledRoute is every table entry of one pattern.
@@ -111,11 +114,17 @@ func parsePattern(p string) []segment {
 	for i, s := range parts {
 		switch {
 		case strings.HasPrefix(s, "{") && strings.HasSuffix(s, "...}") && i == len(parts)-1:
-			segs[i] = segment{segRest, s[1 : len(s)-4]}
+			segs[i] = segment{kind: segRest, text: s[1 : len(s)-4]}
 		case strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") && !strings.Contains(s, "..."):
-			segs[i] = segment{segParam, s[1 : len(s)-1]}
+			segs[i] = segment{kind: segParam, text: s[1 : len(s)-1]}
+		case strings.HasPrefix(s, "{") && strings.Count(s, "{") == 1 && strings.Count(s, "}") == 1:
+			name, suffix, _ := strings.Cut(s[1:], "}")
+			if name == "" || strings.Contains(name, "...") {
+				panic("node: malformed route pattern " + p)
+			}
+			segs[i] = segment{kind: segParam, text: name, suffix: suffix}
 		case s != "" && !strings.ContainsAny(s, "{}"):
-			segs[i] = segment{segLit, s}
+			segs[i] = segment{kind: segLit, text: s}
 		default:
 			panic("node: malformed route pattern " + p)
 		}
@@ -145,9 +154,11 @@ func (c *compiledRoute) match(path string, ps *pathParams) bool {
 		}
 		seg, tail, more := strings.Cut(rest, "/")
 		switch {
-		case s.kind == segLit && seg != s.text, s.kind == segParam && seg == "":
+		case s.kind == segLit && seg != s.text, s.kind == segParam && len(seg) <= len(s.suffix):
 			return false
-		case s.kind == segParam && !ps.add(s.text, seg):
+		case s.kind == segParam && !strings.HasSuffix(seg, s.suffix):
+			return false
+		case s.kind == segParam && !ps.add(s.text, seg[:len(seg)-len(s.suffix)]):
 			return false
 		}
 		if i == len(c.segs)-1 {

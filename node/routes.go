@@ -32,6 +32,17 @@ var routeTable = []Route{
 	{Pattern: "/api/v1/pattern-sets/{digest...}", Methods: getOnly, serve: evidenceRoute("pattern-sets")},
 	{Pattern: "/api/v1/record-sets/{digest...}", Methods: getOnly, serve: evidenceRoute("record-sets")},
 
+	{Pattern: "/api/v1/servers", Methods: getOnly, serve: (*api).serveServers},
+	{Pattern: "/api/v1/servers/{target_id}", Methods: getOnly, serve: withPathValue("target_id", (*api).serveServer)},
+	{Pattern: "/api/v1/changes", Methods: getOnly, serve: (*api).serveChanges},
+	{Pattern: "/api/v1/changes/{change_id}", Methods: getOnly, serve: withPathValue("change_id", (*api).serveChange)},
+	{Pattern: "/api/v1/stats", Methods: getOnly, serve: (*api).serveStats},
+	{Pattern: "/api/v1/stats/hosts", Methods: getOnly, serve: (*api).serveStatsHosts},
+	{Pattern: "/api/v1/badges/{name}", Methods: getOnly, serve: withPathValue("name", (*api).serveShield)},
+	{Pattern: "/badge/{target_id}.svg", Methods: getOnly, serve: func(a *api, w http.ResponseWriter, r *http.Request) {
+		a.serveBadgeSVG(w, r, r.PathValue("target_id")+".svg")
+	}},
+	{Pattern: "/feed.xml", Methods: getOnly, serve: (*api).serveFeed},
 	{Pattern: "/api/v1/admin/crawl", Methods: []string{http.MethodPost}, serve: (*api).serveAdminCrawl},
 
 	{Pattern: "/log/checkpoint", Methods: getOnly, serve: (*api).serveCheckpoint},
@@ -48,6 +59,11 @@ func serveLabelRoute(a *api, w http.ResponseWriter, r *http.Request) {
 // serveTileRoute hands what follows /log/tile/ to the strict tile parser.
 func serveTileRoute(a *api, w http.ResponseWriter, r *http.Request) {
 	a.serveTile(w, r, strings.TrimPrefix(r.URL.Path, "/log/tile/"))
+}
+
+// withPathValue adapts a handler that takes one path variable.
+func withPathValue(name string, h func(*api, http.ResponseWriter, *http.Request, string)) func(*api, http.ResponseWriter, *http.Request) {
+	return func(a *api, w http.ResponseWriter, r *http.Request) { h(a, w, r, r.PathValue(name)) }
 }
 
 func evidenceRoute(kind string) func(*api, http.ResponseWriter, *http.Request) {

@@ -26,6 +26,9 @@ type Match struct {
 	// Span is the byte range of the match in the scanned text: the folded
 	// text, or the text as sent for a raw rule.
 	Span [2]int `json:"-"`
+	// Text is the matched text itself (Span's bytes of that text), so a
+	// reader can judge a match without re-deriving the fold.
+	Text string `json:"-"`
 }
 
 // Limits bound one scan. A scan that hits a bound still returns what it
@@ -272,7 +275,7 @@ func (s *scanner) text(sf Surface, raw string) {
 	where := s.where()
 	for _, h := range hits {
 		r := &s.ps.rules[h.rule]
-		s.add(Match{Code: r.Code, Severity: r.Severity, Tier: r.Tier, Tool: s.toolName, Where: where, Span: h.span})
+		s.add(Match{Code: r.Code, Severity: r.Severity, Tier: r.Tier, Tool: s.toolName, Where: where, Span: h.span, Text: h.text})
 	}
 }
 
@@ -287,6 +290,7 @@ type memoKey struct {
 type ruleHit struct {
 	rule int
 	span [2]int
+	text string // the matched bytes
 }
 
 // hits runs every rule for surface sf over raw (or its fold).
@@ -307,7 +311,7 @@ func (s *scanner) hits(sf Surface, raw string) []ruleHit {
 			t = folded
 		}
 		if span, ok := s.firstKept(r, sf, t); ok {
-			out = append(out, ruleHit{i, span})
+			out = append(out, ruleHit{i, span, t[span[0]:span[1]]})
 		}
 	}
 	return out

@@ -1,0 +1,80 @@
+package node
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/histor-observer/histor/crawl/scan"
+	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/catalog/catalogtest"
+)
+
+// catalogServers is the size of the catalog the reading-API benchmarks serve.
+const catalogServers = 20_000
+
+// serveCatalog builds a node whose crawl state holds catalogServers targets
+// and serves it over real loopback TCP until b ends.
+func serveCatalog(b *testing.B) string {
+	dir := b.TempDir()
+	nd, err := New(Config{DataDir: dir, MaxInFlight: MaxMaxInFlight})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := nd.Open(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	st := catalogtest.OpenStore(b, filepath.Join(dir, "state"))
+	start := time.Now()
+	catalogtest.Populate(b, st, nd.Log(), catalogServers)
+	built := time.Since(start)
+	start = time.Now()
+	c, err := catalog.New(catalog.Options{Store: st, Log: nd.Log(), Patterns: scan.Default()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("populated %d servers in %v; catalog loaded in %v", catalogServers,
+		built.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	if err := nd.SetReadAPI(ReadAPI{Catalog: c}); err != nil {
+		b.Fatal(err)
+	}
+	return serveHandler(b, nil, nd)
+}
+
+// serversQueries are the /api/v1/servers requests the search benchmark
+// draws from: text matching one server, forty, or all of them; each state
+// filter; deep pages; the largest page.
+var serversQueries = []func(r *rand.Rand) string{
+	func(r *rand.Rand) string { return fmt.Sprintf("q=server-%05d", r.IntN(catalogServers)) },
+	func(r *rand.Rand) string { return fmt.Sprintf("q=host%03d.", r.IntN(500)) },
+	func(r *rand.Rand) string { return "q=example&state=changed" },
+	func(r *rand.Rand) string { return fmt.Sprintf("state=pinned&offset=%d", r.IntN(catalogServers)) },
+	func(r *rand.Rand) string { return "state=flagged" },
+	func(r *rand.Rand) string { return "state=unobserved" },
+	func(r *rand.Rand) string { return "q=Title+of&limit=200" },
+	func(r *rand.Rand) string { return "q=no-such-server" },
+}
+
+func serversPath(r *rand.Rand) string {
+	return "/api/v1/servers?" + serversQueries[r.IntN(len(serversQueries))](r)
+}
+
+func serverPagePath(r *rand.Rand) string {
+	i := r.IntN(catalogServers)
+	t := catalogtest.Target(fmt.Sprintf("io.example/server-%05d", i), fmt.Sprintf("https://host%03d.example.com/mcp/%05d", i%500, i))
+	return "/api/v1/servers/" + t.ID
+}
+
+// BenchmarkHTTPReadAPI20k serves a 20,000-server catalog over loopback
+// HTTP: server lists (search, filters, pages) and server pages. Run it
+// with BenchmarkHTTPBareHandler for the same-run baseline.
+func BenchmarkHTTPReadAPI20k(b *testing.B) {
+	if testing.Short() {
+		b.Skip("builds a 20,000-server crawl state; not in -short")
+	}
+	base := serveCatalog(b)
+	b.Run("servers", func(b *testing.B) { runHTTP(b, base, "req/s", serversPath) })
+	b.Run("server-page", func(b *testing.B) { runHTTP(b, base, "req/s", serverPagePath) })
+}

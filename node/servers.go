@@ -1,0 +1,271 @@
+package node
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/histor-observer/histor/node/catalog"
+)
+
+// ReadAPI is what the reading API serves from: /api/v1/servers, changes,
+// stats and badges, /badge/<id>.svg and /feed.xml. Without one those routes
+// answer 503.
+type ReadAPI struct {
+	// Catalog is the read model of the crawl. Required.
+	Catalog *catalog.Catalog
+	// PublicBase is the absolute URL the feed's links start with, e.g.
+	// "https://observer.example.org". "" uses http://<the request's Host>.
+	PublicBase string
+	// CrawlInterval is reported by /api/v1/stats (crawl.intervalSeconds)
+	// and ages the sth badge; 0 when the node does not crawl.
+	CrawlInterval time.Duration
+	// Crawl reports a running crawl's start and progress for
+	// /api/v1/stats; optional (null when nil or not running). Whether a
+	// crawl runs and its last error come from Config.CrawlStatus.
+	Crawl func() (runningSince time.Time, progress any)
+	// Now is the clock of badges and "since" windows. Default time.Now.
+	Now func() time.Time
+}
+
+func (r *ReadAPI) now() time.Time {
+	if r.Now == nil {
+		return time.Now()
+	}
+	return r.Now()
+}
+
+// SetReadAPI serves the reading API from r. The log must be open (Open);
+// a node closed and opened again needs it set again.
+func (n *Node) SetReadAPI(r ReadAPI) error {
+	if r.Catalog == nil {
+		return errors.New("setting read API: Catalog is required")
+	}
+	a := n.api.Load()
+	if a == nil {
+		return errors.New("setting read API: log not open")
+	}
+	a.setReadAPI(&r)
+	return nil
+}
+
+func (a *api) setReadAPI(r *ReadAPI) { a.read.Store(r) }
+
+// reader returns the read API, answering 503 itself when there is none.
+func (a *api) reader(w http.ResponseWriter) *ReadAPI {
+	rd := a.read.Load()
+	if rd == nil {
+		a.fail(w, http.StatusServiceUnavailable, "this node serves no crawl state")
+	}
+	return rd
+}
+
+// Bounds of /api/v1/servers, HISTOR's.
+const (
+	defaultServersLimit = 50
+	maxServersLimit     = 200
+	maxServersOffset    = 10_000_000
+	maxStateRunes       = 20
+	maxServerIDBytes    = 64 // real ids are 16 hex characters
+)
+
+// serveServers answers /api/v1/servers?q=&state=&limit=&offset=.
+func (a *api) serveServers(w http.ResponseWriter, r *http.Request) {
+	rd := a.reader(w)
+	if rd == nil {
+		return
+	}
+	q, st, limit, offset, err := serversQuery(r.URL.RawQuery)
+	if err != nil {
+		a.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	total, page := rd.Catalog.Search(q, st, int(limit), int(offset))
+	now := rd.now()
+	rows := make([]serverSummary, len(page))
+	for i, s := range page {
+		rows[i] = summarizeServer(s, now)
+	}
+	a.writeJSON(w, r, struct {
+		Total   int             `json:"total"`
+		Offset  uint64          `json:"offset"`
+		Limit   uint64          `json:"limit"`
+		Servers []serverSummary `json:"servers"`
+	}{total, offset, limit, rows})
+}
+
+func serversQuery(raw string) (q string, st catalog.State, limit, offset uint64, err error) {
+	qp, sp := strParam{name: "q"}, strParam{name: "state"}
+	lp, op := uintParam{name: "limit"}, uintParam{name: "offset"}
+	if err = readStrings(raw, &qp, &sp); err != nil {
+		return
+	}
+	if err = readUints(raw, &lp, &op); err != nil {
+		return
+	}
+	limit, offset = defaultServersLimit, op.value
+	if lp.present {
+		limit = lp.value
+	}
+	switch {
+	case utf8.RuneCountInString(qp.value) > catalog.MaxQueryRunes:
+		err = &paramError{"q", "must be at most 200 characters"}
+	case limit < 1 || limit > maxServersLimit:
+		err = &paramError{"limit", "must be between 1 and 200"}
+	case offset > maxServersOffset:
+		err = &paramError{"offset", "must be at most 10000000"}
+	}
+	if err != nil {
+		return
+	}
+	st, ok := catalog.StateAll, true
+	if sp.present {
+		st, ok = catalog.ParseState(sp.value)
+	}
+	if !ok || utf8.RuneCountInString(sp.value) > maxStateRunes {
+		err = &paramError{"state", "must be one of all, pinned, changed, flagged, unobserved"}
+	}
+	return qp.value, st, limit, offset, err
+}
+
+// serverSummary is one server as HISTOR's target_summary writes it; null
+// where HISTOR's column is NULL.
+type serverSummary struct {
+	ID              string  `json:"id"`
+	Name            string  `json:"name"`
+	Title           *string `json:"title"`
+	Endpoint        string  `json:"endpoint"`
+	Transport       string  `json:"transport"`
+	Version         *string `json:"version"`
+	Repository      *string `json:"repository"` // not harvested yet: always null
+	Website         *string `json:"website"`    // likewise
+	Delisted        bool    `json:"delisted"`
+	SkipReason      *string `json:"skipReason"`
+	LastStatus      *string `json:"lastStatus"`
+	LastDetail      *string `json:"lastDetail"`
+	LastAttempt     *string `json:"lastAttempt"`
+	LastObserved    *string `json:"lastObserved"`
+	ToolCount       *int    `json:"toolCount"`
+	SubjectDigest   *string `json:"subjectDigest"`
+	ToolSetDigest   *string `json:"toolSetDigest"`
+	FirstPinned     *string `json:"firstPinned"`
+	UnchangedSince  *string `json:"unchangedSince"`
+	Observations    int     `json:"observations"`
+	Attempts        int     `json:"attempts"`
+	Changes         int     `json:"changes"`
+	BlockMatches    int     `json:"blockMatches"`
+	AdviseMatches   int     `json:"adviseMatches"`
+	RecordMatches   int     `json:"recordMatches"`
+	State           string  `json:"state"`
+	BadgeText       string  `json:"badgeText"`
+	ClassifierModel *string `json:"classifierModel"` // no classifier: always null
+	ClassifierFlags *int    `json:"classifierFlags"`
+	RegistryStatus  string  `json:"registryStatus"` // ours: active, deprecated or deleted
+}
+
+func summarizeServer(s *catalog.Server, now time.Time) serverSummary {
+	o := &s.Obs
+	msg, state := badgeState(s, now)
+	lastAttempt := s.LastCrawled
+	if lastAttempt.IsZero() {
+		lastAttempt = o.ObservedAt
+	}
+	var count *int
+	if o.Subject != "" {
+		count = &o.ToolCount
+	}
+	return serverSummary{
+		ID: s.ID, Name: s.Name, Title: nullStr(s.Title), Endpoint: s.Endpoint, Transport: s.Transport,
+		Version: nullStr(s.Version), Delisted: s.Delisted, SkipReason: nullStr(s.Skip),
+		LastStatus: nullStr(s.Status), LastDetail: nullStr(s.Detail), LastAttempt: nullTime(lastAttempt),
+		LastObserved: nullTime(o.LastOK), ToolCount: count, SubjectDigest: nullStr(o.Subject),
+		ToolSetDigest: nullStr(o.ToolSetDigest), FirstPinned: nullTime(o.FirstPinned),
+		UnchangedSince: nullTime(o.UnchangedSince), Observations: o.OKObservations, Attempts: o.Attempts,
+		Changes: s.ChangeCount, BlockMatches: o.BlockMatches, AdviseMatches: o.AdviseMatches,
+		RecordMatches: o.RecordMatches, State: state, BadgeText: msg, RegistryStatus: s.RegistryStatus,
+	}
+}
+
+func nullStr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nullTime(t time.Time) *string { return nullStr(catalog.FormatTime(t)) }
+
+// strParam is one text query parameter.
+type strParam struct {
+	name    string
+	value   string
+	present bool
+}
+
+// readStrings fills params from a raw query string, decoding each value as
+// a form value ("+" is a space). A parameter given twice is refused, as
+// readUints refuses it; unknown ones are ignored.
+func readStrings(raw string, params ...*strParam) error {
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		key, val, _ := strings.Cut(pair, "=")
+		for _, p := range params {
+			if key != p.name {
+				continue
+			}
+			if p.present {
+				return &paramError{p.name, "is given more than once"}
+			}
+			v, err := url.QueryUnescape(val)
+			if err != nil || !utf8.ValidString(v) {
+				return &paramError{p.name, "is not valid percent-encoded UTF-8"}
+			}
+			p.value, p.present = v, true
+		}
+	}
+	return nil
+}
+
+// writeJSON answers v as JSON without HTML escaping (descriptions and
+// names read as their servers wrote them).
+func (a *api) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
+	body, err := encodeJSON(v)
+	if err != nil {
+		a.internal(w, r, "encoding answer", err)
+		return
+	}
+	writeBody(w, "application/json", body)
+}
+
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// fillTargets sets each log entry's target_id from the crawl state, when
+// the node has one.
+func (a *api) fillTargets(rows []entrySummary) error {
+	rd := a.read.Load()
+	if rd == nil {
+		return nil
+	}
+	for i := range rows {
+		id, err := rd.Catalog.LabelTarget(rows[i].ID)
+		if err != nil {
+			return err
+		}
+		rows[i].TargetID = nullStr(id)
+	}
+	return nil
+}

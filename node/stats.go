@@ -1,0 +1,165 @@
+package node
+
+import (
+	"encoding/hex"
+	"net/http"
+	"time"
+
+	"github.com/histor-observer/histor/crawl/registry"
+	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/node/catalog"
+)
+
+const day = 24 * time.Hour
+
+// statsAnswer is /api/v1/stats, HISTOR's members.
+type statsAnswer struct {
+	GeneratedAt   string         `json:"generatedAt"`
+	Targets       catalog.Counts `json:"targets"`
+	Changes       changeCounts   `json:"changes"`
+	Log           logStats       `json:"log"`
+	ClientReports struct {
+		Last7d int64 `json:"last7d"`
+	} `json:"clientReports"`
+	Crawl   crawlStats `json:"crawl"`
+	LastRun *runStats  `json:"lastRun,omitempty"`
+}
+
+type changeCounts struct {
+	Last24h int `json:"last24h"`
+	Last7d  int `json:"last7d"`
+	Last30d int `json:"last30d"`
+}
+
+type logStats struct {
+	TreeSize     uint64 `json:"treeSize"`
+	RootHash     string `json:"rootHash,omitempty"`
+	STHTimestamp string `json:"sthTimestamp,omitempty"`
+}
+
+type crawlStats struct {
+	Running         bool    `json:"running"`
+	RunningSince    *string `json:"runningSince"`
+	Progress        any     `json:"progress"`
+	IntervalSeconds int64   `json:"intervalSeconds"`
+	LastError       *string `json:"lastError"`
+}
+
+// runStats is HISTOR's lastRun, filled from what our crawl records.
+type runStats struct {
+	ID                int            `json:"id"` // the run's number, 1 for the first
+	StartedAt         string         `json:"startedAt"`
+	FinishedAt        *string        `json:"finishedAt"`
+	RegistryServers   *int           `json:"registryServers"` // not recorded: null
+	RegistryEndpoints int            `json:"registryEndpoints"`
+	NotAttempted      map[string]int `json:"notAttempted"`
+	Attempted         int            `json:"attempted"`
+	Statuses          map[string]int `json:"statuses"`
+	LabelsIssued      map[string]int `json:"labelsIssued"` // only "total": the run keeps no count per method
+	Changes           int            `json:"changes"`
+	Error             *string        `json:"error"`
+	Complete          bool           `json:"complete"`
+}
+
+// serveStats answers /api/v1/stats.
+func (a *api) serveStats(w http.ResponseWriter, r *http.Request) {
+	rd := a.reader(w)
+	if rd == nil {
+		return
+	}
+	c, now := rd.Catalog, rd.now()
+	out := statsAnswer{
+		GeneratedAt: catalog.FormatTime(now),
+		Targets:     c.Counts(),
+		Changes: changeCounts{
+			c.ChangesSince(now.Add(-day)), c.ChangesSince(now.Add(-7 * day)), c.ChangesSince(now.Add(-30 * day)),
+		},
+		Log:   a.logStats(),
+		Crawl: a.crawlStats(rd),
+	}
+	out.ClientReports.Last7d = c.ReportsSince(now.UTC().Add(-7 * day).Format(time.DateOnly))
+	if run, n := c.LastRun(); run != nil {
+		out.LastRun = toRunStats(run, n)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	a.writeJSON(w, r, out)
+}
+
+func (a *api) logStats() logStats {
+	h := a.log.Latest()
+	if h.Size == 0 {
+		return logStats{}
+	}
+	return logStats{h.Size, hex.EncodeToString(h.Root[:]), catalog.FormatTime(h.Time)}
+}
+
+func (a *api) crawlStats(rd *ReadAPI) crawlStats {
+	var cs crawlStats
+	cs.IntervalSeconds = int64(rd.CrawlInterval / time.Second)
+	if a.crawls != nil {
+		cs.Running, cs.LastError = a.crawls.status()
+	}
+	if cs.Running && rd.Crawl != nil {
+		since, progress := rd.Crawl()
+		cs.RunningSince, cs.Progress = nullTime(since), progress
+	}
+	return cs
+}
+
+// skipStatuses are the statuses of targets the crawl never dials.
+var skipStatuses = map[string]bool{registry.SkipTemplated: true, registry.SkipOptOut: true}
+
+func toRunStats(run *state.Run, n int) *runStats {
+	rs := &runStats{
+		ID: n, StartedAt: catalog.FormatTime(run.Started), FinishedAt: nullTime(run.Ended),
+		RegistryEndpoints: run.Targets, NotAttempted: map[string]int{}, Statuses: map[string]int{},
+		LabelsIssued: map[string]int{"total": run.Labels}, Changes: run.Changes,
+		Error: nullStr(run.Error), Complete: run.Complete,
+	}
+	skipped := 0
+	for status, k := range run.ByStatus {
+		if skipStatuses[status] {
+			rs.NotAttempted[status] = k
+			skipped += k
+			continue
+		}
+		rs.Statuses[status] = k
+	}
+	rs.Attempted = run.Targets - skipped
+	return rs
+}
+
+// Bounds of /api/v1/stats/hosts, HISTOR's.
+const (
+	defaultHostsLimit = 15
+	maxHostsLimit     = 50
+)
+
+// serveStatsHosts answers /api/v1/stats/hosts?limit=: endpoints per host
+// among the dialled targets.
+func (a *api) serveStatsHosts(w http.ResponseWriter, r *http.Request) {
+	rd := a.reader(w)
+	if rd == nil {
+		return
+	}
+	limit := uintParam{name: "limit"}
+	if err := readUints(r.URL.RawQuery, &limit); err != nil {
+		a.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if !limit.present {
+		limit.value = defaultHostsLimit
+	}
+	if limit.value < 1 || limit.value > maxHostsLimit {
+		a.fail(w, http.StatusBadRequest, "limit must be between 1 and 50")
+		return
+	}
+	hosts, distinct := rd.Catalog.Hosts(int(limit.value))
+	if hosts == nil {
+		hosts = []catalog.HostCount{}
+	}
+	a.writeJSON(w, r, struct {
+		Hosts         []catalog.HostCount `json:"hosts"`
+		DistinctHosts int                 `json:"distinctHosts"`
+	}{hosts, distinct})
+}
