@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
 )
@@ -54,7 +53,7 @@ func (c *Crawler) commit(ctx context.Context, batch []*prepared, sum *Summary, s
 		for _, p := range batch {
 			if err := c.appendAll(ctx, []*prepared{p}, true); err != nil {
 				c.logger.Error("appending labels", "target", targetID(p), "error", err)
-				p.failed(err)
+				p.failed(err, c.now())
 			}
 		}
 	}
@@ -74,7 +73,10 @@ func (c *Crawler) commit(ctx context.Context, batch []*prepared, sum *Summary, s
 }
 
 // appendAll appends the batch's labels and evidence, with the pattern and
-// record sets when withSets (once a crawl: their addresses never change).
+// record sets when withSets (once a crawl: their addresses never change),
+// and once they are durable gives each target its label references with
+// their leaf indices: one append's labels are consecutive leaves, in the
+// order given.
 func (c *Crawler) appendAll(ctx context.Context, batch []*prepared, withSets bool) error {
 	var entries []hlog.Entry
 	var ev []hlog.Evidence
@@ -90,22 +92,19 @@ func (c *Crawler) appendAll(ctx context.Context, batch []*prepared, withSets boo
 	if scans && withSets {
 		ev = append(ev, c.setEvidence...)
 	}
-	_, err := c.log.Append(context.WithoutCancel(ctx), entries, ev)
-	return err
-}
-
-// failed marks p as a target whose labels could not be appended: none of
-// them counts, its observation and change stay as they were, and the summary
-// and the stored target both say internal-error.
-func (p *prepared) failed(err error) {
-	p.err, p.status = err, StatusInternalError
-	p.entries, p.methods, p.evidence = nil, nil, nil
-	p.update.Observation, p.update.Change = nil, nil
-	if t := p.update.Target; t != nil {
-		failed := *t
-		failed.Status, failed.Detail = StatusInternalError, clipText(err.Error(), mcpclient.MaxDetailBytes)
-		p.update.Target = &failed
+	first, err := c.log.Append(context.WithoutCancel(ctx), entries, ev)
+	if err != nil {
+		return err
 	}
+	leaf := first
+	for _, p := range batch {
+		p.update.Labels = p.refs
+		for i := range p.refs {
+			p.refs[i].LeafIndex = leaf
+			leaf++
+		}
+	}
+	return nil
 }
 
 func targetID(p *prepared) string {

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/histor-observer/histor/crawl/guard"
 	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/registry"
@@ -94,7 +96,12 @@ type Config struct {
 	Now func() time.Time
 	// Progress receives the live progress display; nil means none.
 	Progress *Progress
-	// Logger receives the crawl's logs. Default slog.Default().
+	// Registerer receives the crawl's metrics (histor_crawl_*: targets by
+	// status, crawl duration, labels issued by method, changes, crawls run).
+	// nil registers none; never the global registry.
+	Registerer prometheus.Registerer
+	// Logger receives the crawl's logs; nil discards them (never the
+	// process-wide default: the caller decides where logs go).
 	Logger *slog.Logger
 }
 
@@ -147,7 +154,7 @@ func (c *Config) Validate() error {
 		c.Now = time.Now
 	}
 	if c.Logger == nil {
-		c.Logger = slog.Default()
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
 }

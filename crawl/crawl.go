@@ -42,6 +42,8 @@ type Crawler struct {
 	// setEvidence holds the pattern and record sets as stored evidence.
 	setEvidence []hlog.Evidence
 
+	metrics *metrics
+
 	running atomic.Bool
 	lastErr atomic.Pointer[string]
 }
@@ -65,6 +67,11 @@ func New(cfg Config, l *hlog.Log, key ed25519.PrivateKey, did string, st *state.
 	if err := c.loadSets(); err != nil {
 		return nil, err
 	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c.metrics = m
 	if err := c.buildClient(); err != nil {
 		return nil, err
 	}
@@ -133,6 +140,12 @@ func (c *Crawler) buildClient() error {
 	return nil
 }
 
+// PatternSet is the pattern set the crawler's scan labels use.
+func (c *Crawler) PatternSet() *scan.PatternSet { return c.patterns }
+
+// RecordSet is the threat record set the crawler's name-threat labels use.
+func (c *Crawler) RecordSet() *scan.RecordSet { return c.records }
+
 // Close releases the idle connections the crawler keeps between requests.
 // The crawler may still be used afterwards; it opens new ones as needed.
 func (c *Crawler) Close() { c.guard.Client().CloseIdleConnections() }
@@ -161,6 +174,7 @@ func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
 	// every host it ever saw.
 	defer c.guard.Forget()
 	sum, err := c.run(ctx)
+	c.metrics.record(sum, err)
 	msg := ""
 	if err != nil {
 		msg = err.Error()
@@ -303,7 +317,7 @@ func (c *Crawler) observeAll(ctx context.Context, res *registry.Result, sum *Sum
 			dial = append(dial, t)
 		}
 	}
-	job := &crawlJob{c: c, index: scan.NewNameIndex(names), sets: c.patterns.Digest() + "|" + c.records.Digest(), prev: byID}
+	job := &crawlJob{c: c, set: c.settings(scan.NewNameIndex(names)), prev: byID}
 	c.cfg.Progress.start(len(res.Targets))
 	results := make(chan *prepared, c.cfg.Workers)
 	done := make(chan struct{})
@@ -313,7 +327,7 @@ func (c *Crawler) observeAll(ctx context.Context, res *registry.Result, sum *Sum
 	}()
 	for _, t := range res.Targets {
 		if t.Skip != "" {
-			results <- job.skipped(t)
+			results <- job.process(t, nil)
 		}
 	}
 	c.runWorkers(ctx, job, newScheduler(dial, c.cfg.PerHost), results)
@@ -321,6 +335,14 @@ func (c *Crawler) observeAll(ctx context.Context, res *registry.Result, sum *Sum
 	<-done
 	c.cfg.Progress.finish()
 	return nil
+}
+
+// settings are this crawl's fixed settings for its decisions.
+func (c *Crawler) settings(index *scan.NameIndex) *settings {
+	return &settings{
+		gap: c.cfg.ContinuityGap, regURN: c.regURN, patterns: c.patterns, records: c.records,
+		sets: c.patterns.Digest() + "|" + c.records.Digest(), index: index, limits: c.cfg.ScanLimits,
+	}
 }
 
 func (c *Crawler) runWorkers(ctx context.Context, job *crawlJob, s *scheduler, out chan<- *prepared) {
@@ -340,7 +362,7 @@ func (c *Crawler) runWorkers(ctx context.Context, job *crawlJob, s *scheduler, o
 					// stretch. The target keeps its previous state.
 					return
 				}
-				out <- job.process(ctx, t, obs)
+				out <- job.process(t, obs)
 			}
 		})
 	}

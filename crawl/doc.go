@@ -15,6 +15,9 @@
 //     Config.ContinuityGap has passed since the last link of the target's
 //     chain, and one inconclusive continuity label when a target stops
 //     answering; a change record (crawl/diff) when the digest moved;
+//     All of this is decided in one pure function, decide (decide.go), from
+//     the target's previous state, the attempt, the time and the crawl's
+//     fixed settings; signing, appending and storing follow it;
 //  5. append the labels and their evidence to the log in batches, commit the
 //     targets' state after the append is durable, and sign a head.
 //

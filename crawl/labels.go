@@ -3,16 +3,13 @@ package crawl
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/histor-observer/histor/crawl/diff"
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/scan"
-	"github.com/histor-observer/histor/crawl/state"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/canon"
 )
@@ -28,18 +25,21 @@ var scanTruncated = awr.Reason{Code: ReasonScanTruncated, Detail: "a scan bound 
 // server's instructions, which belong to no tool; MTL/1 requires the member.
 const instructionsTool = "(instructions)"
 
-// scanLabels issues the pattern-scan label over tools and instructions and
-// the name-threat label over the server name. clipped says the instructions
-// are a stored prefix of longer ones, so the scan counts as truncated.
-func (j *crawlJob) scanLabels(p *prepared, t registry.Target, in awr.LabelInput, tools []any, instructions *string, clipped bool) error {
-	ps, rs := j.c.patterns, j.c.records
+// scanLabels plans the pattern-scan label over tools and instructions and
+// the name-threat label over the server name, and counts their matches in
+// out.next. clipped says the instructions are a stored prefix of longer
+// ones, so the scan counts as truncated.
+func scanLabels(s *settings, out *outcome, t registry.Target, in awr.LabelInput, tools []any, instructions *string, clipped bool) {
+	ps, rs := s.patterns, s.records
 	scanIn := in
 	scanIn.Reasons = nil
 	scanIn.PatternSet = awr.Ref{ID: ps.ID(), DigestSRI: ps.Digest()}
-	res := scan.ScanWith(ps, tools, instructions, j.c.cfg.ScanLimits)
+	res := scan.ScanWith(ps, tools, instructions, s.limits)
 	if res.Truncated || clipped {
 		scanIn.Reasons = []awr.Reason{scanTruncated}
 	}
+	next := out.next
+	next.BlockMatches, next.AdviseMatches = 0, 0
 	for _, m := range res.Matches {
 		tool := m.Tool
 		if tool == "" {
@@ -48,20 +48,26 @@ func (j *crawlJob) scanLabels(p *prepared, t registry.Target, in awr.LabelInput,
 		scanIn.PatternMatches = append(scanIn.PatternMatches, awr.PatternMatch{
 			Code: m.Code, Severity: m.Severity, Tier: m.Tier, Tool: tool, Where: m.Where,
 		})
-	}
-	if _, err := j.issue(p, awr.MethodPatternScan, scanIn); err != nil {
-		return err
+		switch m.Tier {
+		case scan.TierBlock:
+			next.BlockMatches++
+		case scan.TierAdvise:
+			next.AdviseMatches++
+		}
 	}
 	nameIn := in
 	nameIn.Reasons = nil
 	nameIn.RecordSet = awr.Ref{ID: rs.ID(), DigestSRI: rs.Digest()}
-	for _, m := range j.index.Match(rs, t.Name) {
+	for _, m := range s.index.Match(rs, t.Name) {
 		nameIn.RecordMatches = append(nameIn.RecordMatches, awr.RecordMatch{
 			Code: nameCode(m.Kind), Severity: nameSeverity(m.Kind), Pattern: m.Name, Field: "server.name",
 		})
 	}
-	_, err := j.issue(p, awr.MethodNameThreat, nameIn)
-	return err
+	next.RecordMatches = len(nameIn.RecordMatches)
+	next.Sets = s.sets
+	out.labels = append(out.labels,
+		plannedLabel{method: awr.MethodPatternScan, in: scanIn},
+		plannedLabel{method: awr.MethodNameThreat, in: nameIn})
 }
 
 // nameCode is the reason code a name match carries in a label.
@@ -80,35 +86,6 @@ func nameSeverity(kind string) string {
 	default:
 		return "low"
 	}
-}
-
-// change records what moved between the previous subject and this one.
-func (j *crawlJob) change(p *prepared, t registry.Target, prev *state.Observation, subj *subject, after []any, now time.Time) error {
-	var before []any
-	if prev.ToolSetDigest != "" {
-		body, err := j.c.log.Evidence("toolsets", prev.ToolSetDigest)
-		if err != nil {
-			return fmt.Errorf("reading previous tool set %s: %w", prev.ToolSetDigest, err)
-		}
-		if before, err = toolsOf(body); err != nil {
-			return err
-		}
-	}
-	summary, err := json.Marshal(diff.Compare(before, after))
-	if err != nil {
-		return fmt.Errorf("encoding change summary: %w", err)
-	}
-	c := &state.Change{
-		ID: changeID(t.ID, prev.Subject, subj.sri, now), TargetID: t.ID, Name: t.Name, Endpoint: t.Endpoint,
-		Before: prev.ToolSetDigest, After: subj.digest, At: now, Summary: summary,
-	}
-	for i, m := range p.methods {
-		if m == awr.MethodContinuity {
-			c.LabelID = p.entries[i].ID
-		}
-	}
-	p.update.Change = c
-	return nil
 }
 
 // changeID is a short stable id: the same change seen twice gets one id.
@@ -141,11 +118,11 @@ const MaxLabelBytes = 32 << 10
 // a name-threat label keeps at least one match, so it stays inconclusive
 // too. As a last resort every reason keeps its code but its detail becomes
 // detailWithheld. A label that cannot fit is an error naming its size.
-func (j *crawlJob) signFitting(method string, in *awr.LabelInput) ([]byte, error) {
+func (c *Crawler) signFitting(method string, in *awr.LabelInput) (signed []byte, verdict string, err error) {
 	for {
-		signed, err := awr.IssueLabel(method, *in, j.c.key)
+		signed, verdict, err := c.signLabel(method, *in)
 		if err != nil || len(signed) <= MaxLabelBytes {
-			return signed, err
+			return signed, verdict, err
 		}
 		switch {
 		case len(in.PatternMatches) > 0:
@@ -158,9 +135,24 @@ func (j *crawlJob) signFitting(method string, in *awr.LabelInput) ([]byte, error
 		case detailsLeft(in.Reasons):
 			in.Reasons = withoutDetails(in.Reasons)
 		default:
-			return nil, fmt.Errorf("%s label is %d bytes, over the %d-byte bound, with nothing left to shorten", method, len(signed), MaxLabelBytes)
+			return nil, "", fmt.Errorf("%s label is %d bytes, over the %d-byte bound, with nothing left to shorten", method, len(signed), MaxLabelBytes)
 		}
 	}
+}
+
+// signLabel builds and signs one label, returning the verdict the method's
+// rules gave it with the signed bytes.
+func (c *Crawler) signLabel(method string, in awr.LabelInput) ([]byte, string, error) {
+	doc, err := awr.BuildLabel(method, in)
+	if err != nil {
+		return nil, "", fmt.Errorf("issuing label: %w", err)
+	}
+	verdict, _ := doc["credentialSubject"].(map[string]any)["verdict"].(string)
+	signed, err := awr.Sign(doc, c.key, in.IssuedAt)
+	if err != nil {
+		return nil, "", fmt.Errorf("issuing label: %w", err)
+	}
+	return signed, verdict, nil
 }
 
 // detailWithheld replaces the details of a label's reasons when nothing else

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/crawl/registry"
+	"github.com/histor-observer/histor/crawl/state"
 	"github.com/histor-observer/histor/log/awr"
 )
 
@@ -24,10 +25,10 @@ func TestSignFittingWithholdsReasonDetails(t *testing.T) {
 	if err != nil || subj.refusal == nil {
 		t.Fatalf("subject %v, %v; want a refused empty set", subj, err)
 	}
-	in := j.base(tg, subj, now)
+	in := baseInput(&settings{regURN: c.regURN}, tg, subj, now)
 	code := in.Reasons[0].Code
 	in.Reasons[0].Detail = strings.Repeat("d", 40000)
-	p := &prepared{}
+	p := &prepared{prev: &state.Observation{TargetID: "t1"}}
 	if _, err := j.issue(p, awr.MethodObservation, in); err != nil {
 		t.Fatalf("issuing: %v", err)
 	}
@@ -39,18 +40,6 @@ func TestSignFittingWithholdsReasonDetails(t *testing.T) {
 	r := reasons[0].(map[string]any)
 	if len(p.entries[0].Label) > MaxLabelBytes || r["code"] != code || r["detail"] != detailWithheld {
 		t.Errorf("label of %d bytes with reason %v", len(p.entries[0].Label), r)
-	}
-}
-
-func TestClipText(t *testing.T) {
-	for pad := range 4 {
-		s := clipText(strings.Repeat("x", pad)+strings.Repeat("€", 100), MaxReasonDetailBytes)
-		if len(s) > MaxReasonDetailBytes || !strings.HasSuffix(s, clipMark) || !strings.HasPrefix(strings.Repeat("x", pad)+strings.Repeat("€", 100), strings.TrimSuffix(s, clipMark)) {
-			t.Errorf("pad %d: %q", pad, s)
-		}
-	}
-	if clipText("short", MaxReasonDetailBytes) != "short" {
-		t.Error("a short text changed")
 	}
 }
 

@@ -1,17 +1,17 @@
 package crawl
 
 import (
-	"context"
 	"fmt"
+	"maps"
 	"time"
 	"unicode/utf8"
 
 	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/registry"
-	"github.com/histor-observer/histor/crawl/scan"
 	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/clip"
 )
 
 // StatusInternalError is the status of a target our side failed on (its
@@ -21,9 +21,8 @@ const StatusInternalError = "internal-error"
 
 // crawlJob is what every target of one crawl shares.
 type crawlJob struct {
-	c     *Crawler
-	index *scan.NameIndex // registry names, for lookalikes
-	sets  string          // pattern-set digest | record-set digest
+	c   *Crawler
+	set *settings
 	// prev is every target's observation as the crawl began, read in one
 	// scan rather than one lookup per target; read-only during the crawl,
 	// and each target is processed once per crawl.
@@ -34,98 +33,150 @@ type crawlJob struct {
 type prepared struct {
 	status   string
 	entries  []hlog.Entry
+	refs     []state.LabelRef // one per entry, in order; LeafIndex set at commit
 	evidence []hlog.Evidence
-	methods  []string // of the labels in entries
 	update   state.Update
-	err      error // our own failure on this target, never the server's
+	prev     *state.Observation // the state the target's failure falls back to
+	err      error              // our own failure on this target, never the server's
 }
 
-// skipped records a target that is never dialled (templated URL, opt-out).
-func (j *crawlJob) skipped(t registry.Target) *prepared {
+// process runs one attempt at a target through its steps: the subject of
+// what it showed, the decision (with the stored tool set it asks for), and
+// the signed labels. obs is nil for a target never dialled. A failure of
+// ours is logged and recorded against the target; it never ends the crawl.
+func (j *crawlJob) process(t registry.Target, obs *mcpclient.Observation) *prepared {
 	now := j.c.now()
-	return &prepared{status: t.Skip, update: state.Update{
-		Target: &state.Target{Target: t, Status: t.Skip, LastCrawled: now},
-	}}
-}
-
-// process turns one observation into labels, evidence and the target's new
-// state. A failure of ours is logged and recorded against the target; it
-// never ends the crawl.
-func (j *crawlJob) process(ctx context.Context, t registry.Target, obs *mcpclient.Observation) *prepared {
-	now := j.c.now()
-	p := &prepared{status: obs.Status}
-	prev := j.prev[t.ID]
-	if prev == nil {
-		prev = &state.Observation{TargetID: t.ID}
-	}
-	cur := *prev
-	cur.Status, cur.Detail, cur.ObservedAt = obs.Status, obs.Detail, now
-	var err error
-	if obs.Status == mcpclient.StatusOK {
-		err = j.observed(p, t, obs, prev, &cur, now)
-	} else {
-		err = j.unreachable(ctx, p, t, prev, &cur, now)
+	prev := j.prevOf(t.ID)
+	out, err := j.decide(t, prev, obs, now)
+	var p *prepared
+	if err == nil {
+		p, err = j.sign(out, prev)
 	}
 	if err != nil {
 		j.c.logger.Error("processing target", "id", t.ID, "endpoint", t.Endpoint, "error", err)
-		p.entries, p.evidence, p.methods, p.update.Change = nil, nil, nil, nil
-		p.err, p.status = err, StatusInternalError
-		cur = *prev
-		cur.Status, cur.Detail, cur.ObservedAt = StatusInternalError, clipText(err.Error(), mcpclient.MaxDetailBytes), now
+		p = &prepared{prev: prev}
+		p.failed(err, now)
 	}
-	cur.Labels = labelIDs(prev.Labels, p)
-	p.update.Target = &state.Target{Target: t, Status: cur.Status, Detail: cur.Detail, LastCrawled: now}
-	p.update.Observation = &cur
+	p.update.Target = &state.Target{Target: t, Status: p.status, LastCrawled: now}
+	if next := p.update.Observation; next != nil {
+		p.update.Target.Detail = next.Detail
+	}
 	return p
 }
 
-// observed handles an ok observation: subject, labels, chain, change record.
-func (j *crawlJob) observed(p *prepared, t registry.Target, obs *mcpclient.Observation, prev, cur *state.Observation, now time.Time) error {
-	subj, err := buildSubject(t, j.c.regURN, obs.Tools)
+func (j *crawlJob) prevOf(id string) *state.Observation {
+	if prev := j.prev[id]; prev != nil {
+		return prev
+	}
+	return &state.Observation{TargetID: id}
+}
+
+// decide builds the attempt from obs and decides it, loading the stored
+// tool set the decision asks for.
+func (j *crawlJob) decide(t registry.Target, prev *state.Observation, obs *mcpclient.Observation, now time.Time) (outcome, error) {
+	d := decision{target: t, prev: prev, now: now}
+	if obs != nil {
+		var subj *subject
+		if obs.Status == mcpclient.StatusOK {
+			var err error
+			if subj, err = buildSubject(t, j.set.regURN, obs.Tools); err != nil {
+				return outcome{}, err
+			}
+		}
+		d.seen = attemptOf(obs, subj)
+	}
+	out, err := decide(j.set, d)
+	if err != nil || out.needTools == "" {
+		return out, err
+	}
+	if d.prevTools, err = j.storedTools(out.needTools); err != nil {
+		return outcome{}, err
+	}
+	return decide(j.set, d)
+}
+
+// storedTools reads a tool set back from the log's evidence.
+func (j *crawlJob) storedTools(digest string) ([]any, error) {
+	body, err := j.c.log.Evidence("toolsets", digest)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("reading stored tool set %s: %w", digest, err)
 	}
-	newSubject := subj.sri != prev.Subject
-	in := j.base(t, subj, now)
-	var obsAnchor *state.Anchor
-	if newSubject {
-		p.evidence = append(p.evidence, hlog.Evidence{Kind: "descriptors", Body: subj.descJCS})
-		if subj.digest != "" {
-			p.evidence = append(p.evidence, hlog.Evidence{Kind: "toolsets", Body: subj.toolSet})
-		}
-		a, err := j.issue(p, awr.MethodObservation, in)
+	return toolsOf(body)
+}
+
+// sign issues the outcome's labels and completes the next state from them:
+// the latest label id of each method, the chain's new last link, and the
+// change record's continuity label.
+func (j *crawlJob) sign(out outcome, prev *state.Observation) (*prepared, error) {
+	p := &prepared{status: out.status, evidence: out.evidence, prev: prev}
+	next := out.next
+	if next != nil {
+		next.Labels = make(map[string]string, len(prev.Labels)+len(out.labels))
+		maps.Copy(next.Labels, prev.Labels)
+	}
+	for _, pl := range out.labels {
+		ref, err := j.issue(p, pl.method, pl.in)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		obsAnchor = a
-	}
-	if len(obs.Tools) > 0 && (newSubject || prev.Sets != j.sets) {
-		if err := j.scanLabels(p, t, in, obs.Tools, obs.Instructions, false); err != nil {
-			return err
+		next.Labels[pl.method] = ref.ID
+		if pl.link {
+			next.Anchor = anchorOf(ref, pl.in)
 		}
-		cur.Sets = j.sets
-	}
-	if err := j.chain(p, in, prev, cur, newSubject, obsAnchor, now); err != nil {
-		return err
-	}
-	// A new subject whose tool-set digest is the same (the registry or the
-	// endpoint moved) is not a change of definitions.
-	if newSubject && prev.Subject != "" && (subj.digest == "" || subj.digest != prev.ToolSetDigest) {
-		if err := j.change(p, t, prev, subj, obs.Tools, now); err != nil {
-			return err
+		if pl.method == awr.MethodContinuity && out.change != nil {
+			out.change.LabelID = ref.ID
 		}
 	}
-	if newSubject {
-		cur.UnchangedSince = now
+	p.update.Observation, p.update.Change = next, out.change
+	if next != nil {
+		p.update.Span = next.Span
 	}
-	cur.Subject, cur.SubjectURN, cur.ToolSetDigest = subj.sri, subj.urn, subj.digest
-	cur.ToolCount, cur.LastOK, cur.StretchReported = subj.desc.ToolSet.Count, now, false
-	cur.Instructions, cur.InstructionsClipped = storedInstructions(obs.Instructions, j.c.cfg.ScanLimits.BytesPerText)
-	cur.Refusal = ""
-	if subj.refusal != nil {
-		cur.Refusal = subj.refusal.Code
+	return p, nil
+}
+
+// issue signs one label over in and queues it.
+func (j *crawlJob) issue(p *prepared, method string, in awr.LabelInput) (state.LabelRef, error) {
+	id, err := awr.NewID()
+	if err != nil {
+		return state.LabelRef{}, err
 	}
-	return nil
+	in.ID, in.IssuerDID, in.IssuedAt = id, j.c.did, j.c.now()
+	signed, verdict, err := j.c.signFitting(method, &in)
+	if err != nil {
+		return state.LabelRef{}, err
+	}
+	ref := state.LabelRef{
+		TargetID: p.prev.TargetID, ID: id, Method: method, Verdict: verdict, Subject: in.Subject.ID,
+		ObservedAt: in.ObservedAt, IssuedAt: in.IssuedAt, Digest: hlog.SRI(signed),
+	}
+	p.entries = append(p.entries, hlog.Entry{ID: id, Label: signed})
+	p.refs = append(p.refs, ref)
+	return ref, nil
+}
+
+// anchorOf is a signed label as the chain link a later continuity label
+// names as its prior.
+func anchorOf(ref state.LabelRef, in awr.LabelInput) *state.Anchor {
+	return &state.Anchor{
+		LabelID: ref.ID, LabelSRI: ref.Digest, ObservedAt: in.ObservedAt,
+		SubjectURN: in.Subject.ID, SubjectDigestSRI: in.Subject.DigestSRI,
+		ToolSetDigest: in.ToolSet.DigestSRI, ToolCount: in.ToolSet.Count,
+	}
+}
+
+// failed marks p as a target our side failed on: none of its labels
+// counts, its change is dropped, and its state is failedState's (the
+// summary and the stored target both say internal-error).
+func (p *prepared) failed(err error, now time.Time) {
+	p.err, p.status = err, StatusInternalError
+	p.entries, p.refs, p.evidence = nil, nil, nil
+	next := failedState(p.prev, err, now)
+	p.update.Observation, p.update.Change, p.update.Span, p.update.Labels = next, nil, next.Span, nil
+	if t := p.update.Target; t != nil {
+		failed := *t
+		failed.Status, failed.Detail = StatusInternalError, next.Detail
+		p.update.Target = &failed
+	}
 }
 
 // storedInstructions is what of a server's instructions the state keeps:
@@ -145,26 +196,12 @@ func storedInstructions(s *string, perText int) (kept *string, clipped bool) {
 	return &cut, n < len(*s)
 }
 
-// base is the label input every label over subj shares.
-func (j *crawlJob) base(t registry.Target, subj *subject, now time.Time) awr.LabelInput {
-	in := awr.LabelInput{
-		ObservedAt: now,
-		Subject:    awr.Ref{ID: subj.urn, DigestSRI: subj.sri},
-		ToolSet:    awr.ToolSet{Count: subj.desc.ToolSet.Count, DigestSRI: subj.digest},
-		Server:     awr.Server{Name: t.Name, Registry: j.c.regURN},
-	}
-	if r := subj.refusal; r != nil {
-		in.Reasons = []awr.Reason{{Code: r.Code, Detail: reasonDetail(r.Reason, r.Code)}}
-	}
-	return in
-}
-
 // reasonDetail keeps a refusal's wording, clipped to MaxReasonDetailBytes
 // (the wording may quote a tool name of any length), unless the clipped
 // text holds a word a label may never carry (a tool name can hold
 // anything, and a cut can make one: "safety" cut after "safe").
 func reasonDetail(detail, code string) string {
-	clipped := clipText(detail, MaxReasonDetailBytes)
+	clipped := clip.String(detail, MaxReasonDetailBytes)
 	if clipped == "" || awr.ForbiddenWord(clipped) != "" {
 		return code + ": the tool set could not be digested"
 	}
@@ -174,132 +211,3 @@ func reasonDetail(detail, code string) string {
 // MaxReasonDetailBytes bounds the detail of a refusal reason a label
 // carries; the code says what the refusal is, the detail only illustrates.
 const MaxReasonDetailBytes = 200
-
-// clipMark ends a text clipText shortened.
-const clipMark = "…"
-
-// clipText is s cut to at most max bytes at a rune boundary, "…" marking a
-// cut.
-func clipText(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	n := max - len(clipMark)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + clipMark
-}
-
-// chain extends the target's label chain: the first observation label
-// starts it; a continuity label joins it once the gap since the last link
-// has passed.
-func (j *crawlJob) chain(p *prepared, in awr.LabelInput, prev, cur *state.Observation, newSubject bool, obsAnchor *state.Anchor, now time.Time) error {
-	if prev.Anchor == nil {
-		cur.Anchor = obsAnchor
-		return nil
-	}
-	if now.Sub(prev.Anchor.ObservedAt) < j.c.cfg.ContinuityGap {
-		return nil
-	}
-	in.Prior = prior(prev.Anchor)
-	if !newSubject {
-		in.UnchangedSince = prev.UnchangedSince
-	}
-	a, err := j.issue(p, awr.MethodContinuity, in)
-	if err != nil {
-		return err
-	}
-	cur.Anchor = a
-	return nil
-}
-
-func prior(a *state.Anchor) *awr.PriorLabel {
-	return &awr.PriorLabel{ID: a.LabelID, DigestSRI: a.LabelSRI, ObservedAt: a.ObservedAt,
-		SubjectDigestSRI: a.SubjectDigestSRI, ToolSetDigest: a.ToolSetDigest}
-}
-
-// unreachable handles a target that gave no tool list: the first failure
-// at least ContinuityGap after the last link of its chain gets one
-// inconclusive continuity label for the whole unreachable stretch (two
-// continuity observations are ≥ 20 h apart by MTL/1, so a shorter blip
-// gets none), and a new pattern or record set still re-issues the scan
-// labels of its current subject from the stored tool set.
-func (j *crawlJob) unreachable(ctx context.Context, p *prepared, t registry.Target, prev, cur *state.Observation, now time.Time) error {
-	if a := prev.Anchor; a != nil && !prev.StretchReported && now.Sub(a.ObservedAt) >= j.c.cfg.ContinuityGap {
-		in := awr.LabelInput{
-			ObservedAt: now,
-			Subject:    awr.Ref{ID: a.SubjectURN, DigestSRI: a.SubjectDigestSRI},
-			ToolSet:    awr.ToolSet{Count: 0},
-			Server:     awr.Server{Name: t.Name, Registry: j.c.regURN},
-			Reasons:    []awr.Reason{{Code: "HISTOR-UNREACHABLE-001", Detail: "no tool list was read: status " + cur.Status}},
-			Prior:      prior(a),
-		}
-		if _, err := j.issue(p, awr.MethodContinuity, in); err != nil {
-			return err
-		}
-		cur.StretchReported = true
-	}
-	if prev.Subject == "" || prev.ToolSetDigest == "" || prev.Sets == j.sets {
-		return nil
-	}
-	return j.rescan(ctx, p, t, prev, cur)
-}
-
-// rescan re-issues the scan and name-threat labels of a target's current
-// subject under new sets, reading its tool set back from the log.
-func (j *crawlJob) rescan(_ context.Context, p *prepared, t registry.Target, prev, cur *state.Observation) error {
-	body, err := j.c.log.Evidence("toolsets", prev.ToolSetDigest)
-	if err != nil {
-		return fmt.Errorf("reading stored tool set %s: %w", prev.ToolSetDigest, err)
-	}
-	tools, err := toolsOf(body)
-	if err != nil {
-		return err
-	}
-	in := awr.LabelInput{
-		ObservedAt: prev.LastOK,
-		Subject:    awr.Ref{ID: prev.SubjectURN, DigestSRI: prev.Subject},
-		ToolSet:    awr.ToolSet{Count: prev.ToolCount, DigestSRI: prev.ToolSetDigest},
-		Server:     awr.Server{Name: t.Name, Registry: j.c.regURN},
-	}
-	if err := j.scanLabels(p, t, in, tools, prev.Instructions, prev.InstructionsClipped); err != nil {
-		return err
-	}
-	cur.Sets = j.sets
-	return nil
-}
-
-// issue signs one label over in and queues it; it returns the label as a
-// chain anchor.
-func (j *crawlJob) issue(p *prepared, method string, in awr.LabelInput) (*state.Anchor, error) {
-	id, err := awr.NewID()
-	if err != nil {
-		return nil, err
-	}
-	in.ID, in.IssuerDID, in.IssuedAt = id, j.c.did, j.c.now()
-	signed, err := j.signFitting(method, &in)
-	if err != nil {
-		return nil, err
-	}
-	p.entries = append(p.entries, hlog.Entry{ID: id, Label: signed})
-	p.methods = append(p.methods, method)
-	return &state.Anchor{
-		LabelID: id, LabelSRI: hlog.SRI(signed), ObservedAt: in.ObservedAt,
-		SubjectURN: in.Subject.ID, SubjectDigestSRI: in.Subject.DigestSRI,
-		ToolSetDigest: in.ToolSet.DigestSRI, ToolCount: in.ToolSet.Count,
-	}, nil
-}
-
-// labelIDs is prev's method → latest label id map updated with p's labels;
-// a new map, so the previous observation's stays as it was.
-func labelIDs(prev map[string]string, p *prepared) map[string]string {
-	out := make(map[string]string, len(prev)+len(p.methods))
-	for k, v := range prev {
-		out[k] = v
-	}
-	for i, m := range p.methods {
-		out[m] = p.entries[i].ID
-	}
-	return out
-}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/crawl/registry"
+	"github.com/histor-observer/histor/log/mtl"
 )
 
 // TestSchedulerHoldsPerHostBound runs many workers over targets on a few
@@ -108,16 +110,20 @@ func TestProgressPlainAndTerminal(t *testing.T) {
 	nilp.step("ok") // a nil Progress shows nothing and does not panic
 }
 
-func TestCompareUTF16(t *testing.T) {
-	// U+FF21 (fullwidth A) sorts after U+1F600 in UTF-16 code units, before it in code points.
-	if compareUTF16("\U0001F600", "\uFF21") >= 0 {
-		t.Error("a supplementary character must sort before U+FF21 in UTF-16 order")
+// TestFallbackNamesInUTF16Order: the names-only descriptor of a refused
+// set sorts its names as MTL/1 does, by UTF-16 code units: U+1F600 (a
+// surrogate pair, 0xD83D…) before U+FF21, though after it in code points.
+func TestFallbackNamesInUTF16Order(t *testing.T) {
+	tools := []any{
+		map[string]any{"name": "\uFF21"}, map[string]any{"name": "\U0001F600"},
+		map[string]any{"name": "a"}, map[string]any{"name": "a"},
 	}
-	if compareUTF16("a", "b") >= 0 || compareUTF16("ab", "a") <= 0 || compareUTF16("x", "x") != 0 {
-		t.Error("plain order broken")
+	d, err := fallbackDescriptor(mtl.Server{Name: "io.example/n", Registry: "urn:awr:mtl:1:registry:r.example"}, mtl.Artifact{}, tools)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if compareUTF16("\U0001F600", "\U0001F601") >= 0 {
-		t.Error("two supplementary characters under one high surrogate keep their order")
+	if want := []string{"a", "\U0001F600", "\uFF21"}; !slices.Equal(d.ToolSet.Names, want) {
+		t.Errorf("names %q, want %q", d.ToolSet.Names, want)
 	}
 }
 

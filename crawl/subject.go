@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/histor-observer/histor/crawl/registry"
+	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/log/mtl"
 )
 
@@ -22,6 +23,8 @@ type subject struct {
 	// refusal says why there is no digest (MTL-NUM-001, or a set MTL/1
 	// refuses outright, which gets a names-only descriptor as HISTOR's does).
 	refusal *mtl.Refusal
+	// namesOnly says the descriptor is that names-only one.
+	namesOnly bool
 }
 
 // buildSubject digests tools and builds the subject descriptor: server name
@@ -32,13 +35,14 @@ func buildSubject(t registry.Target, registryURN string, tools []any) (*subject,
 	art := mtl.Artifact{Transport: t.Transport, Endpoint: t.Endpoint}
 	desc, hazard, err := mtl.Build(server, tools, art)
 	var refusal *mtl.Refusal
-	if errors.As(err, &refusal) && refusal.Code != mtl.CodeInput {
+	namesOnly := errors.As(err, &refusal) && refusal.Code != mtl.CodeInput
+	if namesOnly {
 		desc, err = fallbackDescriptor(server, art, tools)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("building subject descriptor: %w", err)
 	}
-	s := &subject{desc: desc, digest: desc.ToolSet.DigestSRI, refusal: refusal}
+	s := &subject{desc: desc, digest: desc.ToolSet.DigestSRI, refusal: refusal, namesOnly: namesOnly}
 	if hazard != nil {
 		s.refusal = hazard
 	}
@@ -72,36 +76,7 @@ func fallbackDescriptor(server mtl.Server, art mtl.Artifact, tools []any) (mtl.D
 			names = append(names, n)
 		}
 	}
-	slices.SortFunc(names, compareUTF16)
+	slices.SortFunc(names, canon.CompareUTF16)
 	d := mtl.Descriptor{Server: server, ToolSet: mtl.ToolSet{Count: len(names), Names: names}, Artifact: art}
 	return d, d.Validate()
-}
-
-// compareUTF16 orders strings by UTF-16 code units, as MTL/1 sorts names.
-func compareUTF16(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	for i := 0; i < len(ra) && i < len(rb); i++ {
-		if ra[i] == rb[i] {
-			continue
-		}
-		if ka, kb := utf16Key(ra[i]), utf16Key(rb[i]); ka != kb {
-			return int(ka - kb)
-		}
-		return int(ra[i] - rb[i]) // same high surrogate: the low ones order like the runes
-
-	}
-	return len(ra) - len(rb)
-}
-
-// utf16Key maps a rune to a value ordered like its first UTF-16 code unit:
-// supplementary runes (surrogate pairs, 0xD800…) sort below U+E000…U+FFFF.
-func utf16Key(r rune) rune {
-	switch {
-	case r >= 0x10000:
-		return 0xD800 + (r-0x10000)>>10
-	case r >= 0xE000:
-		return r + 0x800 // above every surrogate
-	default:
-		return r
-	}
 }

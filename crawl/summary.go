@@ -36,9 +36,9 @@ func newSummary(start time.Time) *Summary {
 func (s *Summary) add(p *prepared) {
 	s.Targets++
 	s.ByStatus[p.status]++
-	s.Labels += len(p.entries)
-	for i := range p.entries {
-		s.ByMethod[p.methods[i]]++
+	s.Labels += len(p.refs)
+	for _, r := range p.refs {
+		s.ByMethod[r.Method]++
 	}
 	if p.update.Change != nil {
 		s.Changes++

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // benchLabel is a 1 KiB label with a unique id.
@@ -94,4 +96,62 @@ func BenchmarkRawPebbleSyncedBatch(b *testing.B) {
 		batch.Close()
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "labels/s")
+}
+
+// Each round of BenchmarkAppendMetrics: metricsCallers goroutines, each
+// making metricsCalls appends of the four labels of one observation.
+const (
+	metricsCallers = 512
+	metricsCalls   = 4
+	metricsRound   = metricsCallers * metricsCalls * 4
+)
+
+// BenchmarkAppendMetrics: durable appends of 1 KiB labels to two logs in
+// one process, one registering its metrics and one not, in alternating
+// rounds (the order flips every iteration, so drift in the disk or the
+// machine falls on both); reports each one's labels/s and on/off, the
+// throughput with metrics over the throughput without. Run with -benchtime
+// as a count of rounds, e.g. -benchtime=20x.
+func BenchmarkAppendMetrics(b *testing.B) {
+	logs := [2]*Log{}
+	for i, reg := range []prometheus.Registerer{nil, prometheus.NewRegistry()} {
+		cfg := testConfig(b.TempDir())
+		cfg.CacheBytes, cfg.Registerer = 0, reg
+		logs[i] = openTest(b, cfg)
+	}
+	var next atomic.Uint64
+	var took [2]time.Duration
+	rounds := 0
+	for b.Loop() {
+		for k := range 2 {
+			i := (k + rounds) % 2
+			took[i] += appendRound(b, logs[i], &next)
+		}
+		rounds++
+	}
+	n := float64(rounds * metricsRound)
+	b.ReportMetric(n/took[0].Seconds(), "labels/s-off")
+	b.ReportMetric(n/took[1].Seconds(), "labels/s-on")
+	b.ReportMetric(took[0].Seconds()/took[1].Seconds(), "on/off")
+}
+
+func appendRound(b *testing.B, l *Log, next *atomic.Uint64) time.Duration {
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range metricsCallers {
+		wg.Go(func() {
+			for range metricsCalls {
+				entries := make([]Entry, 4)
+				for j := range entries {
+					entries[j] = benchLabel(next.Add(1))
+				}
+				if _, err := l.Append(context.Background(), entries, nil); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
 }

@@ -19,11 +19,11 @@ func buildFlushed(t *testing.T) (string, Config) {
 	cfg := testConfig(dir)
 	l := openTest(t, cfg)
 	appendN(t, l, 0, 300)
-	if err := l.db.Flush(); err != nil {
+	if err := l.store.(*pebbleStore).db.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, l, 300, 300)
-	if err := l.db.Flush(); err != nil {
+	if err := l.store.(*pebbleStore).db.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Close(); err != nil {
@@ -47,7 +47,7 @@ func rawLatest(t *testing.T, dir string) []byte {
 		return nil // the store is too broken to read; nothing was signed in it
 	}
 	defer db.Close()
-	v, _ := getValue(db, keyLatest)
+	v, _ := pebbleGet(db, keyLatest)
 	return v
 }
 
@@ -101,7 +101,7 @@ func TestOpenRefusesDamagedStore(t *testing.T) {
 		}, "CURRENT"},
 		{"overwritten full tile", func(t *testing.T, dir string) {
 			rawEdit(t, dir, func(db *pebble.DB) error {
-				v, _ := getValue(db, tileKey(0, 0))
+				v, _ := pebbleGet(db, tileKey(0, 0))
 				v[5] ^= 1
 				return db.Set(tileKey(0, 0), v, pebble.Sync)
 			})
@@ -122,14 +122,14 @@ func TestOpenRefusesDamagedStore(t *testing.T) {
 		}, "entry bundle 2"},
 		{"short last entry bundle", func(t *testing.T, dir string) {
 			rawEdit(t, dir, func(db *pebble.DB) error {
-				v, _ := getValue(db, bundleKey(2))
+				v, _ := pebbleGet(db, bundleKey(2))
 				offs, _ := bundleSplit(v)
 				return db.Set(bundleKey(2), v[:offs[len(offs)-1]], pebble.Sync)
 			})
 		}, "entry bundle 2"},
 		{"changed last entry", func(t *testing.T, dir string) {
 			rawEdit(t, dir, func(db *pebble.DB) error {
-				v, _ := getValue(db, bundleKey(2))
+				v, _ := pebbleGet(db, bundleKey(2))
 				v[len(v)-2] ^= 1
 				return db.Set(bundleKey(2), v, pebble.Sync)
 			})
@@ -153,7 +153,7 @@ func TestOpenRefusesDamagedStore(t *testing.T) {
 		}, "head history"},
 		{"forged STH", func(t *testing.T, dir string) {
 			rawEdit(t, dir, func(db *pebble.DB) error {
-				v, _ := getValue(db, keyLatest)
+				v, _ := pebbleGet(db, keyLatest)
 				i := bytes.Index(v, []byte(`"treeSize":600`))
 				copy(v[i:], `"treeSize":601`)
 				return db.Set(keyLatest, v, pebble.Sync)
@@ -184,13 +184,13 @@ func TestOpenRefusesDamagedStore(t *testing.T) {
 func TestFsckFindsDamage(t *testing.T) {
 	dir, _ := buildFlushed(t)
 	rawEdit(t, dir, func(db *pebble.DB) error {
-		v, _ := getValue(db, tileKey(0, 1))
+		v, _ := pebbleGet(db, tileKey(0, 1))
 		v[40] ^= 1
 		if err := db.Set(tileKey(0, 1), v, nil); err != nil {
 			return err
 		}
 		// Entry 10 rewritten with the same length and id.
-		v, _ = getValue(db, bundleKey(0))
+		v, _ = pebbleGet(db, bundleKey(0))
 		i := bytes.Index(v, []byte(`"i":10}`))
 		copy(v[i:], `"i":11}`)
 		return db.Set(bundleKey(0), v, pebble.Sync)

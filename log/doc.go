@@ -1,5 +1,7 @@
 // Package log is the node's append-only Merkle log: an RFC 9162 tree of
-// signed labels kept in Pebble, with content-addressed evidence beside it.
+// signed labels kept in Pebble (behind kvStore, so tests can run it over a
+// memory store that fails chosen calls), with content-addressed evidence
+// beside it.
 //
 // Hashes are stored by C2SP tlog-tiles tile (height 8), one Pebble value per
 // tile, so a proof costs a few reads and the tiles can be served as they are.

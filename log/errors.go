@@ -56,3 +56,17 @@ func (e *EntryError) Error() string {
 func corrupt(what string, err error) error {
 	return &CorruptError{What: what, Err: err}
 }
+
+// StoppedError refuses an Append or SignHead after a write or sync of the
+// store failed: the log takes no more appends until it is reopened, and Err
+// is the store's error that stopped it.
+type StoppedError struct {
+	Op  string // "write" or "sync"
+	Err error
+}
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("log stopped after a failed %s: %v", e.Op, e.Err)
+}
+
+func (e *StoppedError) Unwrap() error { return e.Err }

@@ -6,11 +6,11 @@ import (
 	"crypto/ed25519"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
 
-	"github.com/cockroachdb/pebble"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -26,7 +26,7 @@ type FsckReport struct {
 const maxFsckProblems = 1000
 
 type fsck struct {
-	db       *pebble.DB
+	s        kvStore
 	report   *FsckReport
 	pub      ed25519.PublicKey
 	verifier note.Verifier
@@ -46,13 +46,17 @@ func Fsck(ctx context.Context, dir string, logger *slog.Logger) (*FsckReport, er
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	db, cache, err := openPebble(dir, 64<<20, logger, true)
+	s, err := openPebble(dir, 64<<20, logger, true)
 	if err != nil {
 		return nil, err
 	}
-	defer cache.Unref()
-	defer db.Close()
-	f := &fsck{db: db, report: &FsckReport{}, logger: logger}
+	defer s.close()
+	return fsckStore(ctx, s, logger)
+}
+
+// fsckStore is Fsck over any store.
+func fsckStore(ctx context.Context, s kvStore, logger *slog.Logger) (*FsckReport, error) {
+	f := &fsck{s: s, report: &FsckReport{}, logger: logger}
 	if err := f.readMeta(); err != nil {
 		return nil, err
 	}
@@ -65,7 +69,7 @@ func Fsck(ctx context.Context, dir string, logger *slog.Logger) (*FsckReport, er
 }
 
 func (f *fsck) readMeta() error {
-	meta, err := getValue(f.db, keyMeta)
+	meta, err := f.s.get(keyMeta)
 	if err != nil || len(meta) <= ed25519.PublicKeySize {
 		return corrupt("meta record", fmt.Errorf("unreadable: %v", err))
 	}
@@ -81,26 +85,22 @@ func (f *fsck) readMeta() error {
 // checkHeads verifies every stored head and returns them by size.
 func (f *fsck) checkHeads() []*headRecord {
 	var heads []*headRecord
-	it, err := f.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixHead}, UpperBound: []byte{prefixHead + 1}})
-	if err != nil {
-		f.problem("reading heads: %v", err)
-		return nil
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		rec, err := decodeHead(it.Value())
-		if err == nil && !bytes.Equal(it.Key(), headKey(rec.Size, rec.Seq)) {
+	err := scan(f.s, []byte{prefixHead}, []byte{prefixHead + 1}, func(k, v []byte) error {
+		rec, err := decodeHead(v)
+		if err == nil && !bytes.Equal(k, headKey(rec.Size, rec.Seq)) {
 			err = fmt.Errorf("stored under the wrong key")
 		}
 		if err == nil {
 			err = checkHead(rec, f.pub, f.verifier)
 		}
 		if err != nil {
-			f.problem("head %x: %v", it.Key(), err)
-			continue
+			f.problem("head %x: %v", k, err)
+			return nil
 		}
 		heads = append(heads, rec)
-	}
-	if err := it.Close(); err != nil {
+		return nil
+	})
+	if err != nil {
 		f.problem("reading heads: %v", err)
 	}
 	f.report.Heads = len(heads)
@@ -117,7 +117,7 @@ func (f *fsck) checkHeadOrder(heads []*headRecord) {
 			f.problem("head seq %d (size %d) goes back from seq %d (size %d)", heads[i].Seq, heads[i].Size, heads[i-1].Seq, heads[i-1].Size)
 		}
 	}
-	raw, err := getValue(f.db, keyLatest)
+	raw, err := f.s.get(keyLatest)
 	if err != nil {
 		f.problem("latest head: %v", err)
 		return
@@ -138,33 +138,33 @@ func (f *fsck) checkEntries(ctx context.Context, heads []*headRecord) error {
 		}
 	}
 	f.checkRootsAt(tiles, &heads)
-	it, err := f.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixBundle}, UpperBound: []byte{prefixBundle + 1}})
-	if err != nil {
-		return fmt.Errorf("reading entries: %w", err)
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	errShort := errors.New("short bundle")
+	err := scan(f.s, []byte{prefixBundle}, []byte{prefixBundle + 1}, func(k, v []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		n := tiles.size / tileWidth
-		if tiles.size%tileWidth != 0 || !bytes.Equal(it.Key(), bundleKey(n)) {
-			f.problem("entry bundle %d missing or short (next key %x at size %d)", n, it.Key(), tiles.size)
-			break
+		if tiles.size%tileWidth != 0 || !bytes.Equal(k, bundleKey(n)) {
+			f.problem("entry bundle %d missing or short (next key %x at size %d)", n, k, tiles.size)
+			return errShort
 		}
-		offs, err := bundleSplit(it.Value())
+		offs, err := bundleSplit(v)
 		if err != nil {
 			f.problem("entry bundle %d: %v", n, err)
-			break
+			return errShort
 		}
 		for k := range offs {
-			entry := bundleEntry(it.Value(), offs, k)
+			entry := bundleEntry(v, offs, k)
 			f.checkLabelIndex(tiles.size, entry)
 			tiles.appendLeaves([][32]byte{leafHash(entry)}, put)
 			f.checkRootsAt(tiles, &heads)
 		}
-	}
-	if err := it.Error(); err != nil {
+		return nil
+	})
+	switch {
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return err
+	case err != nil && !errors.Is(err, errShort):
 		f.problem("reading entries: %v", err)
 	}
 	f.report.Size = tiles.size
@@ -189,7 +189,7 @@ func (f *fsck) checkRootsAt(tiles *tileState, heads *[]*headRecord) {
 }
 
 func (f *fsck) compareTile(level int, n uint64, want []byte) {
-	got, err := getValue(f.db, tileKey(level, n))
+	got, err := f.s.get(tileKey(level, n))
 	if err != nil {
 		f.problem("tile %d/%d: %v", level, n, err)
 	} else if !bytes.Equal(got, encodeTile(want)) {
@@ -204,22 +204,19 @@ func (f *fsck) checkEdges(tiles *tileState) {
 			f.compareTile(level, tiles.edgeIndex(level), e)
 		}
 	}
-	it, err := f.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTile}, UpperBound: []byte{prefixTile + 1}})
-	if err != nil {
-		f.problem("reading tiles: %v", err)
-		return
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
+	err := scan(f.s, []byte{prefixTile}, []byte{prefixTile + 1}, func(k, _ []byte) error {
 		if len(k) != 10 {
 			f.problem("tile key %x malformed", k)
-			continue
+			return nil
 		}
 		level, n := int(k[1]), binary.BigEndian.Uint64(k[2:])
 		if n >= tilesAt(tiles.size, level) {
 			f.problem("tile %d/%d lies beyond the tree of size %d", level, n, tiles.size)
 		}
+		return nil
+	})
+	if err != nil {
+		f.problem("reading tiles: %v", err)
 	}
 }
 
@@ -232,23 +229,19 @@ func (f *fsck) checkLabelIndex(index uint64, label []byte) {
 		f.problem("entry %d: no label id (%v)", index, err)
 		return
 	}
-	v, err := getValue(f.db, labelKey(doc.ID))
+	v, err := f.s.get(labelKey(doc.ID))
 	if err != nil || len(v) != 8 || binary.BigEndian.Uint64(v) != index {
 		f.problem("entry %d: label index for %q does not point back (%x, %v)", index, doc.ID, v, err)
 	}
 }
 
 func (f *fsck) checkLabelCount() {
-	it, err := f.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixLabel}, UpperBound: []byte{prefixLabel + 1}})
-	if err != nil {
-		f.problem("reading label index: %v", err)
-		return
-	}
 	var n uint64
-	for ok := it.First(); ok; ok = it.Next() {
+	err := scan(f.s, []byte{prefixLabel}, []byte{prefixLabel + 1}, func(_, _ []byte) error {
 		n++
-	}
-	if err := it.Close(); err != nil {
+		return nil
+	})
+	if err != nil {
 		f.problem("reading label index: %v", err)
 	}
 	if n != f.report.Size {

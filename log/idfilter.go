@@ -3,13 +3,11 @@ package log
 import (
 	"fmt"
 	"hash/maphash"
-
-	"github.com/cockroachdb/pebble"
 )
 
 // idFilter is an in-memory Bloom filter over the label ids in the log. The
 // sequencer refuses a label id already logged; with the filter, only ids it
-// may contain cost a Pebble read (a point read probes every overlapping
+// may contain cost a store read (a point read probes every overlapping
 // table and was most of an append's cost). Owned by the sequencer.
 type idFilter struct {
 	seed     maphash.Seed
@@ -60,16 +58,13 @@ func (f *idFilter) full() bool { return f.n > f.capacity }
 
 // loadIDFilter builds a filter from every label id stored, sized for twice
 // as many.
-func loadIDFilter(db pebble.Reader, size uint64) (*idFilter, error) {
+func loadIDFilter(s kvStore, size uint64) (*idFilter, error) {
 	f := newIDFilter(2 * size)
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixLabel}, UpperBound: []byte{prefixLabel + 1}})
+	err := scan(s, []byte{prefixLabel}, []byte{prefixLabel + 1}, func(k, _ []byte) error {
+		f.addHash(maphash.Bytes(f.seed, k[1:]))
+		return nil
+	})
 	if err != nil {
-		return nil, corrupt("label index", err)
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		f.addHash(maphash.Bytes(f.seed, it.Key()[1:]))
-	}
-	if err := it.Close(); err != nil {
 		return nil, corrupt("label index", err)
 	}
 	if f.n != size {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/histor-observer/histor/log/keys"
@@ -36,6 +36,10 @@ type Config struct {
 	// Now is the clock; nil means time.Now. Head timestamps never go
 	// backwards even when it does.
 	Now func() time.Time
+	// Registerer receives the log's histor_log_* metrics; nil registers
+	// none (never the global registry). Close unregisters them, so a log
+	// reopened on the same registry registers again.
+	Registerer prometheus.Registerer
 }
 
 const (
@@ -64,9 +68,9 @@ type Head struct {
 // Log is an open log. Its methods are safe for concurrent use.
 type Log struct {
 	cfg      Config
-	db       *pebble.DB
-	cache    *pebble.Cache
+	store    kvStore
 	logger   *slog.Logger
+	metrics  *metrics // nil without a Registerer
 	signer   note.Signer
 	verifier note.Verifier
 
@@ -79,8 +83,9 @@ type Log struct {
 	// latest is the newest durable head; guarded by mu; its size and seq
 	// never decrease. Reads never go beyond it.
 	latest headRecord
-	// failed is set when a write failed; every later Append is refused,
-	// because the store's state is then unknown. Guarded by mu.
+	// failed is set when a write or a sync failed; every later Append is
+	// refused, because the store's state is then unknown (see apply).
+	// Guarded by mu.
 	failed error
 	// pendingEv holds the keys of evidence applied to Pebble, which makes it
 	// visible to reads, but whose batch is not yet known to be synced;
@@ -99,6 +104,25 @@ type Log struct {
 // Open opens or creates the log in cfg.Dir, checks the stored state (see
 // checkStored) and starts the sequencer. A new log signs a size-0 head.
 func Open(ctx context.Context, cfg Config) (*Log, error) {
+	if cfg.Dir == "" {
+		return nil, fmt.Errorf("opening log: Dir is required")
+	}
+	l, err := newLog(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := createIfMissing(l.cfg, l); err != nil {
+		return nil, err
+	}
+	s, err := openPebble(l.cfg.Dir, l.cfg.CacheBytes, l.logger, false)
+	if err != nil {
+		return nil, err
+	}
+	return l.start(s)
+}
+
+// newLog checks cfg and makes the log's signer and verifier.
+func newLog(cfg Config) (*Log, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -110,17 +134,22 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if l.signer, err = keys.NoteSigner(cfg.Origin, cfg.Key); err != nil {
 		return nil, fmt.Errorf("opening log: %w", err)
 	}
-	if err := createIfMissing(cfg, l); err != nil {
+	return l, nil
+}
+
+// start loads the log from s (creating it in an empty store), registers
+// its metrics and starts the sequencer; on an error s is closed.
+func (l *Log) start(s kvStore) (*Log, error) {
+	l.store = s
+	err := l.load()
+	if err == nil {
+		l.metrics, err = newMetrics(l.cfg.Registerer, l)
+	}
+	if err != nil {
+		l.closeStore()
 		return nil, err
 	}
-	if l.db, l.cache, err = openPebble(cfg.Dir, cfg.CacheBytes, l.logger, false); err != nil {
-		return nil, err
-	}
-	if err := l.load(); err != nil {
-		l.closeDB()
-		return nil, err
-	}
-	l.reqs = make(chan *appendReq, cfg.MaxBatch)
+	l.reqs = make(chan *appendReq, l.cfg.MaxBatch)
 	l.quit = make(chan struct{})
 	l.stopped = make(chan struct{})
 	l.tip = l.latest
@@ -128,13 +157,13 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	synced := make(chan struct{}, pipelineDepth+2)
 	go l.sequence(staged, synced)
 	go l.publish(staged, synced)
-	l.logger.Info("log open", "dir", cfg.Dir, "size", l.Size(), "origin", cfg.Origin)
+	l.logger.Info("log open", "dir", l.cfg.Dir, "size", l.Size(), "origin", l.cfg.Origin)
 	return l, nil
 }
 
 func (c *Config) validate() error {
-	if c.Dir == "" || c.Origin == "" || c.DID == "" {
-		return fmt.Errorf("opening log: Dir, Origin and DID are required")
+	if c.Origin == "" || c.DID == "" {
+		return fmt.Errorf("opening log: Origin and DID are required")
 	}
 	if len(c.Key) != ed25519.PrivateKeySize {
 		return fmt.Errorf("opening log: Key is not an Ed25519 private key")
@@ -160,15 +189,14 @@ func (l *Log) Close() error {
 	l.once.Do(func() {
 		close(l.quit)
 		<-l.stopped
-		err = l.closeDB()
+		l.metrics.unregister()
+		err = l.closeStore()
 	})
 	return err
 }
 
-func (l *Log) closeDB() error {
-	err := l.db.Close()
-	l.cache.Unref()
-	if err != nil {
+func (l *Log) closeStore() error {
+	if err := l.store.close(); err != nil {
 		return fmt.Errorf("closing log store: %w", err)
 	}
 	return nil

@@ -6,134 +6,19 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 
-	"github.com/cockroachdb/pebble"
 	"golang.org/x/mod/sumdb/note"
 )
-
-// openPebble opens the store in dir after checking that a non-empty dir
-// looks like a whole Pebble store, and that every live table has the size
-// the MANIFEST recorded (Pebble itself reads a table only when asked, so a
-// truncated one would otherwise pass until the first unlucky read).
-func openPebble(dir string, cacheBytes int64, logger *slog.Logger, readOnly bool) (db *pebble.DB, cache *pebble.Cache, err error) {
-	if err := checkDirShape(dir, readOnly); err != nil {
-		return nil, nil, err
-	}
-	c := pebble.NewCache(cacheBytes)
-	defer func() {
-		if p := recover(); p != nil {
-			err = corrupt("pebble store", fmt.Errorf("%v", p))
-		}
-		if err != nil {
-			c.Unref()
-		}
-	}()
-	db, err = pebble.Open(dir, pebbleOptions(c, pebbleLogger{logger}, readOnly))
-	if err != nil {
-		return nil, nil, corrupt("pebble store", err)
-	}
-	if err := checkTables(db, dir); err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	if !readOnly {
-		// Replaying the WAL fills a memtable sized for the append path (64 MiB);
-		// flushing it now returns that memory, so a node that mostly serves
-		// reads stays small, and the next start replays nothing.
-		if err := db.Flush(); err != nil {
-			db.Close()
-			return nil, nil, corrupt("flushing the recovered memtable", err)
-		}
-	}
-	return db, c, nil
-}
-
-func checkDirShape(dir string, readOnly bool) error {
-	names, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		if readOnly {
-			return ErrNoLog
-		}
-		return os.MkdirAll(dir, 0o700)
-	}
-	if err != nil {
-		return fmt.Errorf("reading log directory: %w", err)
-	}
-	if i := slices.IndexFunc(names, func(e os.DirEntry) bool { return e.Name() == creatingMarker }); i >= 0 {
-		if readOnly {
-			return fmt.Errorf("%w: its creation never finished (%s is there)", ErrNoLog, creatingMarker)
-		}
-		names = slices.Delete(names, i, i+1)
-	}
-	if len(names) == 0 {
-		if readOnly {
-			return ErrNoLog
-		}
-		return nil
-	}
-	var current bool
-	var options string // the newest; names sort by their file number
-	for _, n := range names {
-		current = current || n.Name() == "CURRENT"
-		if strings.HasPrefix(n.Name(), "OPTIONS-") && n.Name() > options {
-			options = n.Name()
-		}
-	}
-	if !current {
-		return corrupt("pebble CURRENT file", errors.New("missing from a non-empty directory"))
-	}
-	if options == "" {
-		return corrupt("pebble OPTIONS file", errors.New("missing"))
-	}
-	return checkOptionsFile(filepath.Join(dir, options))
-}
-
-// checkOptionsFile refuses a truncated or emptied OPTIONS file, which Pebble
-// itself would accept silently.
-func checkOptionsFile(path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return corrupt("pebble OPTIONS file", err)
-	}
-	text := string(b)
-	if !strings.Contains(text, "[Version]") || !strings.Contains(text, "[Options]") || !strings.HasSuffix(text, "\n") {
-		return corrupt("pebble OPTIONS file "+filepath.Base(path), errors.New("truncated or not Pebble's"))
-	}
-	return nil
-}
-
-func checkTables(db *pebble.DB, dir string) error {
-	levels, err := db.SSTables()
-	if err != nil {
-		return corrupt("pebble table list", err)
-	}
-	for _, level := range levels {
-		for _, t := range level {
-			name := fmt.Sprintf("%06d.sst", t.BackingSSTNum)
-			fi, err := os.Stat(filepath.Join(dir, name))
-			if err != nil {
-				return corrupt("pebble table "+name, err)
-			}
-			if !t.Virtual && uint64(fi.Size()) != t.Size {
-				return corrupt("pebble table "+name,
-					fmt.Errorf("%d bytes on disk, %d in the MANIFEST", fi.Size(), t.Size))
-			}
-		}
-	}
-	return nil
-}
 
 // load reads and checks the stored state, or starts a new log in an empty
 // store. Nothing is signed unless the store is empty or every check passed.
 func (l *Log) load() error {
 	pub := l.cfg.Key.Public().(ed25519.PublicKey)
-	meta, err := getValue(l.db, keyMeta)
+	meta, err := l.store.get(keyMeta)
 	if errors.Is(err, ErrNotFound) {
 		return l.create(pub)
 	}
@@ -146,21 +31,21 @@ func (l *Log) load() error {
 	if string(meta[ed25519.PublicKeySize:]) != l.cfg.Origin {
 		return fmt.Errorf("opening log: origin %q is not this log's %q", l.cfg.Origin, meta[ed25519.PublicKeySize:])
 	}
-	rec, err := readLatest(l.db, pub, l.verifier)
+	rec, err := readLatest(l.store, pub, l.verifier)
 	if err != nil {
 		return err
 	}
 	if sth, _ := ParseSTH(rec.STH); sth.Log != l.cfg.DID {
 		return fmt.Errorf("opening log: DID %q is not this log's %q", l.cfg.DID, sth.Log)
 	}
-	tiles, err := checkTree(l.db, rec)
+	tiles, err := checkTree(l.store, rec)
 	if err != nil {
 		return err
 	}
-	if l.bundle, err = checkBundles(l.db, rec.Size); err != nil {
+	if l.bundle, err = checkBundles(l.store, rec.Size); err != nil {
 		return err
 	}
-	if l.ids, err = loadIDFilter(l.db, rec.Size); err != nil {
+	if l.ids, err = loadIDFilter(l.store, rec.Size); err != nil {
 		return err
 	}
 	l.latest, l.tiles = *rec, tiles
@@ -170,15 +55,10 @@ func (l *Log) load() error {
 // create starts a log in an empty store: the meta record and a signed
 // size-0 head, in one synced write.
 func (l *Log) create(pub ed25519.PublicKey) error {
-	it, err := l.db.NewIter(nil)
-	if err != nil {
-		return corrupt("pebble store", err)
-	}
-	empty := !it.First()
-	if err := it.Close(); err != nil {
-		return corrupt("pebble store", err)
-	}
-	if !empty {
+	if _, err := firstKey(l.store, nil, nil, false); !errors.Is(err, ErrNotFound) {
+		if err != nil {
+			return corrupt("store", err)
+		}
 		return corrupt("meta record", errors.New("missing from a non-empty store"))
 	}
 	l.tiles, l.ids = &tileState{}, newIDFilter(0)
@@ -186,11 +66,10 @@ func (l *Log) create(pub ed25519.PublicKey) error {
 	if err != nil {
 		return err
 	}
-	b := l.db.NewBatch()
-	defer b.Close()
-	_ = b.Set(keyMeta, append(append([]byte(nil), pub...), l.cfg.Origin...), nil)
+	b := l.store.newBatch(1024)
+	b.set(keyMeta, append(append([]byte(nil), pub...), l.cfg.Origin...))
 	l.putHead(b, rec)
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := commit(l.store, b); err != nil {
 		return fmt.Errorf("creating log: %w", err)
 	}
 	l.latest = *rec
@@ -200,8 +79,8 @@ func (l *Log) create(pub ed25519.PublicKey) error {
 
 // readLatest reads the latest head and checks both its signatures and that
 // it is the last head stored.
-func readLatest(db pebble.Reader, pub ed25519.PublicKey, v note.Verifier) (*headRecord, error) {
-	raw, err := getValue(db, keyLatest)
+func readLatest(s kvStore, pub ed25519.PublicKey, v note.Verifier) (*headRecord, error) {
+	raw, err := s.get(keyLatest)
 	if err != nil {
 		return nil, corrupt("latest head", err)
 	}
@@ -212,7 +91,7 @@ func readLatest(db pebble.Reader, pub ed25519.PublicKey, v note.Verifier) (*head
 	if err := checkHead(rec, pub, v); err != nil {
 		return nil, corrupt("latest head", err)
 	}
-	last, err := lastHeadKey(db)
+	last, err := firstKey(s, []byte{prefixHead}, []byte{prefixHead + 1}, true)
 	if err != nil {
 		return nil, corrupt("head history", err)
 	}
@@ -220,24 +99,6 @@ func readLatest(db pebble.Reader, pub ed25519.PublicKey, v note.Verifier) (*head
 		return nil, corrupt("head history", fmt.Errorf("last stored head is not the latest (size %d seq %d)", rec.Size, rec.Seq))
 	}
 	return rec, nil
-}
-
-func lastHeadKey(db pebble.Reader) ([]byte, error) {
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixHead}, UpperBound: []byte{prefixHead + 1}})
-	if err != nil {
-		return nil, err
-	}
-	var last []byte
-	if it.Last() {
-		last = append([]byte(nil), it.Key()...)
-	}
-	if err := it.Close(); err != nil {
-		return nil, err
-	}
-	if last == nil {
-		return nil, ErrNotFound
-	}
-	return last, nil
 }
 
 // checkHead verifies a stored head's two signed forms and that they say what
@@ -262,14 +123,14 @@ func checkHead(rec *headRecord, pub ed25519.PublicKey, v note.Verifier) error {
 
 // checkTree loads the edge tiles for the head's size and checks that they
 // give the head's root and that every stored tile hangs together.
-func checkTree(db pebble.Reader, rec *headRecord) (*tileState, error) {
+func checkTree(s kvStore, rec *headRecord) (*tileState, error) {
 	t := &tileState{size: rec.Size}
 	levels, index, width := edgeWidths(rec.Size)
 	for i, level := range levels {
 		for len(t.edges) <= level {
 			t.edges = append(t.edges, make([]byte, 0, fullTile))
 		}
-		v, err := getValue(db, tileKey(level, index[i]))
+		v, err := s.get(tileKey(level, index[i]))
 		what := fmt.Sprintf("tile %d/%d", level, index[i])
 		if err != nil {
 			return nil, corrupt(what, err)
@@ -286,7 +147,7 @@ func checkTree(db pebble.Reader, rec *headRecord) (*tileState, error) {
 	if root := t.root(); root != rec.Root {
 		return nil, corrupt("tiles", fmt.Errorf("root %x from stored tiles, head says %x", root, rec.Root))
 	}
-	if err := checkTileChain(db, rec.Size); err != nil {
+	if err := checkTileChain(s, rec.Size); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -298,49 +159,58 @@ func checkTree(db pebble.Reader, rec *headRecord) (*tileState, error) {
 // head's root, this ties every stored hash to the signed head (about 0.2 s
 // per million leaves). That the leaves match the entries is Fsck's longer
 // job.
-func checkTileChain(db pebble.Reader, size uint64) error {
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTile}, UpperBound: []byte{prefixTile + 1}})
+func checkTileChain(s kvStore, size uint64) error {
+	c := &tileChain{s: s, seq: tileSequence{size: size}}
+	err := scan(s, []byte{prefixTile}, []byte{prefixTile + 1}, c.check)
+	var ce *CorruptError
+	if err != nil && !errors.As(err, &ce) {
+		return corrupt("tiles", err)
+	}
 	if err != nil {
-		return corrupt("tiles", err)
+		return err
 	}
-	defer it.Close()
-	var parentKey, parent []byte
-	seq := tileSequence{size: size}
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		if len(k) != 10 {
-			return corrupt(fmt.Sprintf("tile key %x", k), errors.New("malformed"))
-		}
-		level, n := int(k[1]), binary.BigEndian.Uint64(k[2:])
-		if err := seq.next(level, n); err != nil {
-			return err
-		}
-		what := fmt.Sprintf("tile %d/%d", level, n)
-		hashes, err := decodeTile(it.Value())
-		if err != nil {
-			return corrupt(what, err)
-		}
-		if have := size >> (tileHeight * uint(level)); n > have/tileWidth || n*tileWidth+uint64(len(hashes)/hashSize) > have {
-			return corrupt(what, fmt.Errorf("lies beyond the tree of size %d", size))
-		}
-		if len(hashes) < fullTile {
-			continue // an edge tile, checked against the root already
-		}
-		if pk := tileKey(level+1, n/tileWidth); !bytes.Equal(pk, parentKey) {
-			if parent, err = getValue(db, pk); err != nil {
-				return corrupt(fmt.Sprintf("tile %d/%d", level+1, n/tileWidth), err)
-			}
-			parentKey = pk
-		}
-		want, err := tileNode(parent, 0, int64(n%tileWidth))
-		if err != nil || want != fullTileRoot(it.Value()) {
-			return corrupt(what, fmt.Errorf("root is not the hash its parent tile holds (%v)", err))
-		}
+	return c.seq.next(maxTileLevel+1, 0)
+}
+
+// tileChain checks the stored tiles one by one in key order, keeping the
+// parent tile of the last full one.
+type tileChain struct {
+	s                 kvStore
+	seq               tileSequence
+	parentKey, parent []byte
+}
+
+func (c *tileChain) check(k, v []byte) error {
+	if len(k) != 10 {
+		return corrupt(fmt.Sprintf("tile key %x", k), errors.New("malformed"))
 	}
-	if err := it.Error(); err != nil {
-		return corrupt("tiles", err)
+	level, n := int(k[1]), binary.BigEndian.Uint64(k[2:])
+	if err := c.seq.next(level, n); err != nil {
+		return err
 	}
-	return seq.next(maxTileLevel+1, 0)
+	what := fmt.Sprintf("tile %d/%d", level, n)
+	hashes, err := decodeTile(v)
+	if err != nil {
+		return corrupt(what, err)
+	}
+	size := c.seq.size
+	if have := size >> (tileHeight * uint(level)); n > have/tileWidth || n*tileWidth+uint64(len(hashes)/hashSize) > have {
+		return corrupt(what, fmt.Errorf("lies beyond the tree of size %d", size))
+	}
+	if len(hashes) < fullTile {
+		return nil // an edge tile, checked against the root already
+	}
+	if pk := tileKey(level+1, n/tileWidth); !bytes.Equal(pk, c.parentKey) {
+		if c.parent, err = c.s.get(pk); err != nil {
+			return corrupt(fmt.Sprintf("tile %d/%d", level+1, n/tileWidth), err)
+		}
+		c.parentKey = pk
+	}
+	want, err := tileNode(c.parent, 0, int64(n%tileWidth))
+	if err != nil || want != fullTileRoot(v) {
+		return corrupt(what, fmt.Errorf("root is not the hash its parent tile holds (%v)", err))
+	}
+	return nil
 }
 
 // maxTileLevel is the highest tile level a 64-bit tree size can reach.
@@ -380,17 +250,20 @@ func tilesAt(size uint64, level int) uint64 {
 // checkBundles checks that the entry bundles end exactly at size and that
 // the last entry's leaf hash is the one in its tile; it returns the partial
 // bundle the sequencer continues.
-func checkBundles(db pebble.Reader, size uint64) ([]byte, error) {
+func checkBundles(s kvStore, size uint64) ([]byte, error) {
 	next := (size + tileWidth - 1) / tileWidth
-	if _, err := getValue(db, bundleKey(next)); !errors.Is(err, ErrNotFound) {
-		return nil, corrupt(fmt.Sprintf("entry bundle %d", next), fmt.Errorf("present beyond the head (%v)", err))
+	switch _, err := s.get(bundleKey(next)); {
+	case err == nil:
+		return nil, corrupt(fmt.Sprintf("entry bundle %d", next), errors.New("present beyond the head"))
+	case !errors.Is(err, ErrNotFound):
+		return nil, corrupt(fmt.Sprintf("entry bundle %d", next), err)
 	}
 	if size == 0 {
 		return nil, nil
 	}
 	n := (size - 1) / tileWidth
 	what := fmt.Sprintf("entry bundle %d", n)
-	bundle, err := getValue(db, bundleKey(n))
+	bundle, err := s.get(bundleKey(n))
 	if err != nil {
 		return nil, corrupt(what, err)
 	}
@@ -401,7 +274,7 @@ func checkBundles(db pebble.Reader, size uint64) ([]byte, error) {
 	if uint64(len(offs)) != size-n*tileWidth {
 		return nil, corrupt(what, fmt.Errorf("%d entries, want %d for size %d", len(offs), size-n*tileWidth, size))
 	}
-	tile, err := getValue(db, tileKey(0, n))
+	tile, err := s.get(tileKey(0, n))
 	if err == nil {
 		tile, err = decodeTile(tile)
 	}
@@ -457,11 +330,11 @@ func createIfMissing(cfg Config, l *Log) error {
 		}
 	}
 	made := &Log{cfg: cfg, logger: l.logger, signer: l.signer, verifier: l.verifier}
-	if made.db, made.cache, err = openPebble(dir, cfg.CacheBytes, l.logger, false); err != nil {
+	if made.store, err = openPebble(dir, cfg.CacheBytes, l.logger, false); err != nil {
 		return err
 	}
 	err = made.load()
-	if cerr := made.closeDB(); err == nil && cerr != nil {
+	if cerr := made.closeStore(); err == nil && cerr != nil {
 		err = fmt.Errorf("creating log: %w", cerr)
 	}
 	if err != nil {

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/cockroachdb/pebble"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// HeadAt returns the most recent durable head signed at size.
+// HeadAt returns the first durable head signed at size: a head served for
+// a size never changes, as HISTOR keeps one head per size, even when a
+// later SignHead at the same size gave the latest a fresh timestamp.
 func (l *Log) HeadAt(size uint64) (Head, error) {
 	l.mu.RLock()
 	latest := l.latest
@@ -20,19 +21,19 @@ func (l *Log) HeadAt(size uint64) (Head, error) {
 		return Head{}, ErrNotFound
 	}
 	lower := binary.BigEndian.AppendUint64([]byte{prefixHead}, size)
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	it, err := l.store.iter(lower, prefixEnd(lower), false)
 	if err != nil {
 		return Head{}, fmt.Errorf("reading head %d: %w", size, err)
 	}
 	var raw []byte
-	for ok := it.Last(); ok; ok = it.Prev() {
-		// Skip a head applied but not yet synced.
-		if k := it.Key(); binary.BigEndian.Uint64(k[len(k)-8:]) <= latest.Seq {
-			raw = append([]byte(nil), it.Value()...)
-			break
+	// The first head at a size has the lowest seq; one above latest's was
+	// applied but is not yet synced.
+	if it.next() {
+		if k := it.key(); binary.BigEndian.Uint64(k[len(k)-8:]) <= latest.Seq {
+			raw = append([]byte(nil), it.value()...)
 		}
 	}
-	if err := it.Close(); err != nil {
+	if err := it.close(); err != nil {
 		return Head{}, fmt.Errorf("reading head %d: %w", size, err)
 	}
 	if raw == nil {
@@ -84,43 +85,54 @@ func (l *Log) EachEntry(start, end uint64, fn func(index uint64, label []byte) e
 		return nil
 	}
 	first, last := start/tileWidth, (end-1)/tileWidth
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: bundleKey(first), UpperBound: bundleKey(last + 1)})
+	w := bundleWalk{n: first, next: start, end: end, fn: fn}
+	err := scan(l.store, bundleKey(first), bundleKey(last+1), w.visit)
+	var ce *CorruptError
+	if err != nil && !errors.As(err, &ce) && !w.fnFailed {
+		return fmt.Errorf("reading entries: %w", err)
+	}
 	if err != nil {
-		return fmt.Errorf("reading entries: %w", err)
+		return err
 	}
-	defer it.Close()
-	next := start
-	for ok, n := it.First(), first; ok && n <= last; ok, n = it.Next(), n+1 {
-		what := fmt.Sprintf("entry bundle %d", n)
-		if !bytes.Equal(it.Key(), bundleKey(n)) {
-			return corrupt(what, errMissing)
-		}
-		v := it.Value()
-		offs, err := bundleSplit(v)
-		if err != nil {
-			return corrupt(what, err)
-		}
-		for k := range offs {
-			if i := n*tileWidth + uint64(k); i == next && i < end {
-				if err := fn(i, bundleEntry(v, offs, k)); err != nil {
-					return err
-				}
-				next++
+	if w.next != end {
+		return corrupt(fmt.Sprintf("entry %d", w.next), errMissing)
+	}
+	return nil
+}
+
+// bundleWalk visits the entries [next, end) bundle by bundle, expecting
+// bundle n next.
+type bundleWalk struct {
+	n, next, end uint64
+	fn           func(index uint64, label []byte) error
+	fnFailed     bool // the error is fn's, passed on as it is
+}
+
+func (w *bundleWalk) visit(key, v []byte) error {
+	what := fmt.Sprintf("entry bundle %d", w.n)
+	if !bytes.Equal(key, bundleKey(w.n)) {
+		return corrupt(what, errMissing)
+	}
+	offs, err := bundleSplit(v)
+	if err != nil {
+		return corrupt(what, err)
+	}
+	for k := range offs {
+		if i := w.n*tileWidth + uint64(k); i == w.next && i < w.end {
+			if err := w.fn(i, bundleEntry(v, offs, k)); err != nil {
+				w.fnFailed = true
+				return err
 			}
+			w.next++
 		}
 	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("reading entries: %w", err)
-	}
-	if next != end {
-		return corrupt(fmt.Sprintf("entry %d", next), errMissing)
-	}
+	w.n++
 	return nil
 }
 
 // LabelIndex returns the index of the label with this id.
 func (l *Log) LabelIndex(id string) (uint64, error) {
-	v, err := getValue(l.db, labelKey(id))
+	v, err := l.store.get(labelKey(id))
 	if err != nil {
 		return 0, err
 	}
@@ -141,7 +153,7 @@ func (l *Log) Evidence(kind, sri string) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	key := evidenceKey(kind, sri)
-	v, err := getValue(l.db, key)
+	v, err := l.store.get(key)
 	if err != nil {
 		return nil, err
 	}
@@ -157,17 +169,17 @@ func (l *Log) Evidence(kind, sri string) ([]byte, error) {
 }
 
 func (l *Log) readTile(level int, n uint64) ([]byte, error) {
-	return getValue(l.db, tileKey(level, n))
+	return l.store.get(tileKey(level, n))
 }
 
 func (l *Log) hashes() hashReader {
 	return hashReader{get: func(level int, n uint64) ([]byte, io.Closer, error) {
 		// Callers ask only for tiles inside the tree: a missing one is damage.
-		v, c, err := l.db.Get(tileKey(level, n))
-		if errors.Is(err, pebble.ErrNotFound) {
+		v, err := l.store.get(tileKey(level, n))
+		if errors.Is(err, ErrNotFound) {
 			err = corrupt(fmt.Sprintf("tile %d/%d", level, n), errMissing)
 		}
-		return v, c, err
+		return v, io.NopCloser(nil), err
 	}}
 }
 
@@ -252,7 +264,7 @@ func (l *Log) EntryBundle(index uint64, width int) ([]byte, error) {
 	if width < 1 || width > tileWidth || index > l.Size()/tileWidth || index*tileWidth+uint64(width) > l.Size() {
 		return nil, ErrNotFound
 	}
-	v, err := getValue(l.db, bundleKey(index))
+	v, err := l.store.get(bundleKey(index))
 	if errors.Is(err, ErrNotFound) {
 		return nil, corrupt(fmt.Sprintf("entry bundle %d", index), errMissing)
 	}

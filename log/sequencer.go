@@ -7,8 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-
-	"github.com/cockroachdb/pebble"
+	"time"
 )
 
 // Entry is one label to append.
@@ -51,7 +50,9 @@ type appendResult struct {
 // under a newly signed head; first is the index of entries[0]. Concurrent
 // calls share batches. The entries of one call are contiguous. If ctx ends
 // first, Append returns ctx's error and the entries may or may not be in
-// the log.
+// the log. After a failed write or sync (a *StoppedError) every Append is
+// refused; entries refused that way are never served by this Log, though a
+// later Open may find them durable after all.
 func (l *Log) Append(ctx context.Context, entries []Entry, ev []Evidence) (uint64, error) {
 	if err := checkAppend(entries, ev); err != nil {
 		return 0, err
@@ -183,40 +184,56 @@ func (l *Log) drain(batch []*appendReq, n int) ([]*appendReq, int) {
 	return batch, n
 }
 
-// pendingBatch is a batch applied to Pebble whose WAL sync is not yet known
+// pendingBatch is a batch applied to the store whose sync is not yet known
 // to be done.
 type pendingBatch struct {
-	reqs   []*appendReq
-	b      *pebble.Batch
-	rec    *headRecord
-	tiles  *tileState
-	bundle []byte // the partial entry bundle after this batch
-	firsts []uint64
-	errs   []error
-	evKeys []string // evidence keys first written by this batch
+	reqs    []*appendReq
+	b       kvBatch
+	wait    func() error // the store's sync of b
+	applied time.Time    // when b was applied, for the sync latency
+	entries int
+	rec     *headRecord
+	tiles   *tileState
+	bundle  []byte // the partial entry bundle after this batch
+	firsts  []uint64
+	errs    []error
+	evKeys  []string // evidence keys first written by this batch
 }
 
-// apply stages and applies one batch, advancing the sequencer's tip. On a
-// failed write the log stops taking appends: what reached the disk is then
-// unknown, and the next Open re-checks it.
+// apply stages and applies one batch, advancing the sequencer's tip.
+//
+// A failed write stops the log: every later Append is refused with a
+// *StoppedError naming the cause. The store cannot say how much of a batch
+// whose write failed reached the disk (a WAL record may be half written),
+// and the sequencer's tip would no longer be what the store holds, so going
+// on could sign a head over a tree the store does not have. The batches
+// applied before it are still published once their syncs succeed, and the
+// next Open re-checks whatever the disk holds.
+//
+// A failed read while staging (the lookup of a label id) refuses only the
+// request it was for, with the error; nothing of that request is written,
+// the store is unchanged by a read, and the log goes on.
 func (l *Log) apply(batch []*appendReq) *pendingBatch {
 	if err := l.failure(); err != nil {
+		l.metrics.failedAll(len(batch))
 		answerAll(batch, appendResult{err: err})
 		return nil
 	}
-	p := &pendingBatch{reqs: batch, b: l.db.NewBatchWithSize(batchBytes(batch)), tiles: l.tiles.clone()}
+	p := &pendingBatch{reqs: batch, b: l.store.newBatch(batchBytes(batch)), tiles: l.tiles.clone()}
 	p.bundle = append(make([]byte, 0, len(l.bundle)+batchBytes(batch)), l.bundle...)
 	p.firsts, p.errs = l.stage(p, batch)
+	p.entries = int(p.tiles.size - l.tiles.size)
 	rec, err := l.newHead(p.tiles, l.tip.Seq+1)
 	if err == nil {
 		l.putHead(p.b, rec)
 		l.markPending(p.evKeys) // before the batch becomes visible
-		err = l.db.ApplyNoSyncWait(p.b, pebble.Sync)
+		p.applied = time.Now()
+		p.wait, err = l.store.apply(p.b)
 	}
 	if err != nil {
-		p.b.Close()
-		l.fail(err)
-		answerAll(batch, appendResult{err: l.failure()})
+		err = l.fail("write", err)
+		l.metrics.failedAll(len(batch))
+		answerAll(batch, appendResult{err: err})
 		return nil
 	}
 	p.rec = rec
@@ -227,41 +244,56 @@ func (l *Log) apply(batch []*appendReq) *pendingBatch {
 
 // publish waits for each applied batch's sync, in order, then makes its
 // head the latest and answers its callers.
+//
+// A failed sync stops the log for good, and neither that batch nor any
+// batch after it is ever published by this Log: after a failed fsync the
+// kernel may have dropped the unwritten pages, so a later sync that
+// succeeds proves nothing about the earlier batch, and the store's state is
+// unknown. Its callers and every later one get a *StoppedError naming the
+// sync's error; the next Open decides from what is on disk.
 func (l *Log) publish(staged <-chan *pendingBatch, synced chan<- struct{}) {
 	defer close(l.stopped)
+	var broken error // set by the first failed sync
 	for p := range staged {
-		err := p.b.SyncWait()
-		p.b.Close()
+		err := p.wait()
 		select {
 		case synced <- struct{}{}:
 		default: // the sequencer has stopped; nobody counts any more
 		}
-		if err != nil {
-			l.fail(err)
+		if err != nil && broken == nil {
+			broken = l.fail("sync", err)
 		}
-		if err := l.failure(); err != nil {
-			answerAll(p.reqs, appendResult{err: err})
+		if broken != nil {
+			l.metrics.failedAll(len(p.reqs))
+			answerAll(p.reqs, appendResult{err: broken})
 			continue
 		}
+		l.metrics.synced(p.entries, time.Since(p.applied))
 		l.mu.Lock()
 		l.latest = *p.rec
 		for _, k := range p.evKeys {
 			delete(l.pendingEv, k)
 		}
 		l.mu.Unlock()
+		l.metrics.answered(p.reqs, p.errs, p.rec.Size)
 		for i, req := range p.reqs {
 			req.done <- appendResult{first: p.firsts[i], head: p.rec.Head, err: p.errs[i]}
 		}
 	}
 }
 
-func (l *Log) fail(err error) {
+// fail stops the log after a failed store call (what: "write" or "sync")
+// and returns the error its callers get; the first failure is the one later
+// appends are refused with.
+func (l *Log) fail(what string, err error) error {
+	stopped := &StoppedError{Op: what, Err: err}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.failed == nil {
-		l.failed = fmt.Errorf("log stopped after a failed write: %w", err)
-		l.logger.Error("writing batch", "err", err)
+		l.failed = stopped
+		l.logger.Error("log stopped", "op", what, "err", err)
 	}
+	return stopped
 }
 
 // markPending hides evidence keys from Evidence until publish sees their
@@ -294,7 +326,7 @@ func (l *Log) noteIDs(batch []*appendReq, errs []error) {
 		n += uint64(len(req.entries))
 	}
 	if l.ids.n+n > l.ids.capacity {
-		ids, err := loadIDFilter(l.db, l.tiles.size)
+		ids, err := loadIDFilter(l.store, l.tiles.size)
 		if err == nil {
 			l.ids = ids
 			return
@@ -332,29 +364,31 @@ func (l *Log) stage(p *pendingBatch, batch []*appendReq) ([]uint64, []error) {
 		firsts[i] = next
 		for _, e := range req.entries {
 			pending[e.ID] = true
-			_ = b.Set(labelKey(e.ID), binary.BigEndian.AppendUint64(nil, next), nil)
+			b.set(labelKey(e.ID), binary.BigEndian.AppendUint64(nil, next))
 			hashes = append(hashes, leafHash(e.Label))
 			p.bundle = appendBundleEntry(p.bundle, e.Label)
 			next++
 			if next%tileWidth == 0 {
-				_ = b.Set(bundleKey(next/tileWidth-1), p.bundle, nil)
+				b.set(bundleKey(next/tileWidth-1), p.bundle)
 				p.bundle = p.bundle[:0]
 			}
 		}
 		for _, e := range req.ev {
 			key := evidenceKey(e.Kind, SRI(e.Body))
-			if _, err := getValue(l.db, key); err == nil {
+			// A failed read here only costs writing the body again: it is
+			// content-addressed, so a second copy is the same bytes.
+			if _, err := l.store.get(key); err == nil {
 				continue // stored already (and pending, if not yet durable)
 			}
-			_ = b.Set(key, e.Body, nil)
+			b.set(key, e.Body)
 			p.evKeys = append(p.evKeys, string(key))
 		}
 	}
 	if len(p.bundle) > 0 {
-		_ = b.Set(bundleKey(next/tileWidth), p.bundle, nil)
+		b.set(bundleKey(next/tileWidth), p.bundle)
 	}
 	tiles.appendLeaves(hashes, func(level int, n uint64, data []byte) {
-		_ = b.Set(tileKey(level, n), encodeTile(data), nil)
+		b.set(tileKey(level, n), encodeTile(data))
 	})
 	return firsts, errs
 }
@@ -367,7 +401,7 @@ func (l *Log) checkNew(entries []Entry, pending map[string]bool) error {
 		if !l.ids.mayContain(e.ID) {
 			continue
 		}
-		_, err := getValue(l.db, labelKey(e.ID))
+		_, err := l.store.get(labelKey(e.ID))
 		if err == nil {
 			return &EntryError{ID: e.ID, Reason: "label id already in the log"}
 		}
@@ -397,8 +431,8 @@ func (l *Log) newHead(tiles *tileState, seq uint64) (*headRecord, error) {
 	return rec, nil
 }
 
-func (l *Log) putHead(b *pebble.Batch, rec *headRecord) {
+func (l *Log) putHead(b kvBatch, rec *headRecord) {
 	v := rec.encode()
-	_ = b.Set(headKey(rec.Size, rec.Seq), v, nil)
-	_ = b.Set(keyLatest, v, nil)
+	b.set(headKey(rec.Size, rec.Seq), v)
+	b.set(keyLatest, v)
 }

@@ -3,14 +3,10 @@ package log
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"time"
-
-	"github.com/cockroachdb/pebble"
-	"github.com/cockroachdb/pebble/bloom"
 )
 
-// Pebble key layout. One byte names the record kind; integers are big-endian
+// Store key layout. One byte names the record kind; integers are big-endian
 // so keys sort in log order.
 //
 //	'b' bundle index       → C2SP entry bundle of entries [256·index, …) (see bundle.go)
@@ -96,59 +92,4 @@ func decodeHead(b []byte) (*headRecord, error) {
 	r.STH = append([]byte(nil), b[fixed:fixed+int(n)]...)
 	r.Checkpoint = append([]byte(nil), b[fixed+int(n):]...)
 	return r, nil
-}
-
-// getValue reads key, copying the value; a missing key is ErrNotFound.
-func getValue(r pebble.Reader, key []byte) ([]byte, error) {
-	v, closer, err := r.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := append([]byte(nil), v...)
-	return out, closer.Close()
-}
-
-// pebbleOptions are tuned for the append path: a large memtable so batches
-// of 1 KiB labels rarely stall on flushes, one compaction at a time so the
-// sequencer keeps a core, and bloom filters because every append looks up
-// its label ids.
-func pebbleOptions(cache *pebble.Cache, logger pebble.Logger, readOnly bool) *pebble.Options {
-	opts := &pebble.Options{
-		Cache:                       cache,
-		MemTableSize:                64 << 20,
-		MemTableStopWritesThreshold: 2,
-		L0CompactionThreshold:       4,
-		L0StopWritesThreshold:       32,
-		LBaseMaxBytes:               256 << 20,
-		MaxConcurrentCompactions:    func() int { return 1 },
-		Logger:                      logger,
-		ReadOnly:                    readOnly,
-		ErrorIfNotExists:            readOnly,
-	}
-	opts.Levels = make([]pebble.LevelOptions, 7)
-	for i := range opts.Levels {
-		opts.Levels[i] = pebble.LevelOptions{
-			BlockSize:      32 << 10,
-			FilterPolicy:   bloom.FilterPolicy(10),
-			TargetFileSize: 8 << 20 << i,
-		}
-	}
-	return opts.EnsureDefaults()
-}
-
-// pebbleLogger routes Pebble's messages into slog; Pebble's fatal errors
-// panic rather than exit, so Open can turn them into a CorruptError.
-type pebbleLogger struct {
-	logger interface{ Info(string, ...any) }
-}
-
-func (p pebbleLogger) Infof(format string, args ...any) {
-	p.logger.Info(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-func (p pebbleLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("pebble: "+format, args...))
 }

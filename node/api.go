@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
+	"time"
 
 	hlog "github.com/histor-observer/histor/log"
 )
@@ -34,68 +34,28 @@ const cacheImmutable = "public, max-age=31536000, immutable"
 // 45 (urn:uuid:…) and 51 (sha256-…) bytes.
 const maxIDBytes = 256
 
-// api is the http.Handler for one node. It holds no mutable state of its own.
+// api is the http.Handler for one node. It holds no mutable state of its
+// own; its handlers are listed in routeTable.
 type api struct {
 	log        Log
 	issuer     []byte // the /api/v1/issuer answer, fixed at start
 	maxEntries uint64
 	version    string
+	profile    string // Config.Profile, for /health
 	logger     *slog.Logger
-	crawl      func() (running bool, lastError string) // nil without a crawler
+	operator   operatorToken
+	crawls     crawlControl // nil without a crawler
+	metrics    http.Handler // the registry's exposition; nil: /metrics is 404
 }
 
-// ServeHTTP routes by hand rather than through http.ServeMux: evidence
-// addresses are standard base64 and may hold "/" and "//", which the mux
-// would clean and redirect, and the tile paths need strict parsing anyway.
-func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("X-Content-Type-Options", "nosniff")
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		h.Set("Allow", "GET, HEAD")
-		a.fail(w, http.StatusMethodNotAllowed, "method not allowed")
-		return
-	}
-	// Everything served is public and unauthenticated; any origin may read it.
-	h.Set("Access-Control-Allow-Origin", "*")
-	p := r.URL.Path
-	switch {
-	case strings.HasPrefix(p, "/api/v1/"):
-		a.routeAPI(w, r, p[len("/api/v1/"):])
-	case p == "/log/checkpoint":
-		a.serveCheckpoint(w, r)
-	case strings.HasPrefix(p, "/log/tile/"):
-		a.serveTile(w, r, p[len("/log/tile/"):])
-	case p == "/health":
-		a.serveHealth(w, r)
-	default:
-		a.fail(w, http.StatusNotFound, "not found")
-	}
-}
-
-func (a *api) routeAPI(w http.ResponseWriter, r *http.Request, p string) {
-	switch {
-	case p == "issuer":
-		writeBody(w, "application/json", a.issuer)
-	case p == "log/sth":
-		a.serveLatestSTH(w, r)
-	case strings.HasPrefix(p, "log/sth/"):
-		a.serveSTHAt(w, r, p[len("log/sth/"):])
-	case p == "log/entries":
-		a.serveEntries(w, r)
-	case p == "log/proof/inclusion":
-		a.serveInclusion(w, r)
-	case p == "log/proof/consistency":
-		a.serveConsistency(w, r)
-	case strings.HasPrefix(p, "labels/"):
-		a.routeLabel(w, r, p[len("labels/"):])
-	default:
-		kind, sri, ok := strings.Cut(p, "/")
-		if ok && evidenceKinds[kind] {
-			a.serveEvidence(w, r, kind, sri)
-			return
-		}
-		a.fail(w, http.StatusNotFound, "not found")
-	}
+// crawlControl is what the API asks of the node's crawls.
+type crawlControl interface {
+	// status: whether a crawl is running, and the error the newest one ended
+	// with (nil for none).
+	status() (running bool, lastErr *string)
+	// start begins a crawl in the background unless one is running; since
+	// is when the running one began.
+	start() (started bool, since time.Time)
 }
 
 // fail answers an error from one of the api's handlers.
@@ -127,28 +87,40 @@ func writeBody(w http.ResponseWriter, contentType string, body []byte) {
 	w.Write(body)
 }
 
-// serveHealth answers /health with HISTOR's member names.
+// serveHealth answers /health with HISTOR's members, in its order.
 func (a *api) serveHealth(w http.ResponseWriter, r *http.Request) {
 	running, lastErr := false, (*string)(nil)
-	if a.crawl != nil {
-		var msg string
-		if running, msg = a.crawl(); msg != "" {
-			lastErr = &msg
-		}
+	if a.crawls != nil {
+		running, lastErr = a.crawls.status()
 	}
 	body, err := json.Marshal(struct {
 		OK             bool    `json:"ok"`
 		Service        string  `json:"service"`
 		Version        string  `json:"version"`
+		Profile        string  `json:"profile"`
 		Store          string  `json:"store"`
 		TreeSize       uint64  `json:"tree_size"`
 		CrawlRunning   bool    `json:"crawl_running"`
 		LastCrawlError *string `json:"last_crawl_error"`
-	}{true, "histor", a.version, "pebble", a.log.Size(), running, lastErr})
+	}{true, "histor", a.version, a.profile, "pebble", a.log.Size(), running, lastErr})
 	if err != nil {
 		a.internal(w, r, "encoding health", err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeBody(w, "application/json", body)
+}
+
+// serveIssuer answers /api/v1/issuer with the document rendered at start.
+func (a *api) serveIssuer(w http.ResponseWriter, r *http.Request) {
+	writeBody(w, "application/json", a.issuer)
+}
+
+// serveMetrics answers /metrics from the node's registry.
+func (a *api) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if a.metrics == nil {
+		a.fail(w, http.StatusNotFound, "no metrics")
+		return
+	}
+	a.metrics.ServeHTTP(w, r)
 }

@@ -10,13 +10,18 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/crawl"
 )
 
 // Config is everything a node needs. Zero fields take the defaults named
 // below; Validate fills them in and checks the result once, at start-up.
 type Config struct {
 	// DataDir holds the node's state: the seed (unless SeedFile says
-	// otherwise) and the log in DataDir/log. Required.
+	// otherwise), the log in DataDir/log and the crawl state in
+	// DataDir/state. Required.
 	DataDir string
 
 	// HTTPAddr is the address the API listens on. Default "127.0.0.1:8080";
@@ -79,10 +84,38 @@ type Config struct {
 	// Now is the clock for head timestamps. Default time.Now; tests set it.
 	Now func() time.Time
 
-	// CrawlStatus reports the crawler's state for /health: whether a crawl
-	// is running and the error the last one ended with ("" for none).
-	// Optional; nil reports no crawl running and no error.
-	CrawlStatus func() (running bool, lastError string)
+	// Registry receives the node's metrics (its HTTP API's, its log's and its
+	// crawler's, and the Go runtime and process collectors) and is what
+	// GET /metrics serves. Default: a registry of the node's own; never the
+	// global one, so two nodes in one process never mix their figures.
+	Registry *prometheus.Registry
+
+	// Profile is "dev" (the default) or "prod", with HISTOR's meaning: a
+	// "prod" node fails closed, refusing to start without an OperatorToken of
+	// at least 24 characters and an https PublicURL, or with
+	// Crawl.AllowPrivateTargets. /health reports it.
+	Profile string
+
+	// OperatorToken guards the operator's routes (POST /api/v1/admin/crawl):
+	// a request must carry it in the x-histor-operator header. Empty, those
+	// routes answer 503. Give it through the environment
+	// (HISTOR_OPERATOR_TOKEN) or a file rather than on a command line, which
+	// every local user can read.
+	OperatorToken string
+
+	// Crawl configures the crawler the node runs over its log: registry,
+	// workers, bounds, pattern and record sets, opt-out list (crawl.Config
+	// documents each). The node sets its Logger and Registerer to the node's
+	// own, and its PublicURL and Version when they are empty; crawl state
+	// lives in DataDir/state.
+	Crawl crawl.Config
+
+	// CrawlInterval is how often a serving node crawls: once at start, in
+	// the background, and then CrawlInterval (±10% jitter, so a fleet
+	// restarted together does not crawl in lockstep) after each crawl ends.
+	// 0, the default, never crawls on a schedule; the operator can still
+	// start a crawl (POST /api/v1/admin/crawl), and "histor crawl" runs one.
+	CrawlInterval time.Duration
 }
 
 // Bounds and defaults of Config.
@@ -95,6 +128,12 @@ const (
 	DefaultMaxInFlight = 64
 	MaxMaxInFlight     = 1 << 16
 	defaultHeaderMax   = 16 << 10
+
+	ProfileDev  = "dev"
+	ProfileProd = "prod"
+	// MinProdOperatorToken is the shortest operator token a "prod" node
+	// accepts, as in HISTOR.
+	MinProdOperatorToken = 24
 )
 
 // Validate fills in defaults and reports the first field that is wrong.
@@ -118,7 +157,13 @@ func (c *Config) Validate() error {
 	if err := c.checkLimits(); err != nil {
 		return err
 	}
-	return checkPublicURL(c.PublicURL)
+	if err := checkPublicURL(c.PublicURL); err != nil {
+		return err
+	}
+	if err := c.checkCrawl(); err != nil {
+		return err
+	}
+	return c.checkProfile()
 }
 
 func (c *Config) applyDefaults() {
@@ -159,6 +204,52 @@ func (c *Config) applyDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	if c.Profile == "" {
+		c.Profile = ProfileDev
+	}
+	c.Crawl.Logger = c.Logger
+	c.Crawl.Registerer = c.Registry
+	if c.Crawl.PublicURL == "" {
+		c.Crawl.PublicURL = c.PublicURL
+	}
+	if c.Crawl.Version == "" {
+		c.Crawl.Version = Version
+	}
+}
+
+// checkCrawl validates the crawler's settings (filling in their defaults)
+// and the schedule.
+func (c *Config) checkCrawl() error {
+	if c.CrawlInterval < 0 {
+		return errors.New("config: CrawlInterval must not be negative")
+	}
+	if err := c.Crawl.Validate(); err != nil {
+		return fmt.Errorf("config: Crawl: %w", err)
+	}
+	return nil
+}
+
+// checkProfile applies what "prod" demands.
+func (c *Config) checkProfile() error {
+	switch c.Profile {
+	case ProfileDev:
+		return nil
+	case ProfileProd:
+	default:
+		return fmt.Errorf("config: Profile %q: want %q or %q", c.Profile, ProfileDev, ProfileProd)
+	}
+	switch {
+	case len(c.OperatorToken) < MinProdOperatorToken:
+		return fmt.Errorf("config: profile prod needs an OperatorToken of at least %d characters", MinProdOperatorToken)
+	case !strings.HasPrefix(c.PublicURL, "https://"):
+		return errors.New("config: profile prod needs an https PublicURL")
+	case c.Crawl.AllowPrivateTargets:
+		return errors.New("config: profile prod refuses Crawl.AllowPrivateTargets")
+	}
+	return nil
 }
 
 func (c *Config) checkLimits() error {

@@ -40,7 +40,7 @@ func TestMaxInFlight(t *testing.T) {
 		t.Fatalf("want the first refusal logged once, at once: %s", logs.String())
 	}
 	<-nd.slots
-	if resp, _ := getBody(t, "http://"+addr.addr+"/api/v1/log/sth"); resp.StatusCode != http.StatusOK {
+	if resp, _ := getBody(t, "http://"+addr.addr+"/log/checkpoint"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("with a slot free: %d", resp.StatusCode)
 	}
 	<-nd.slots

@@ -14,21 +14,38 @@ import (
 // end is given, as in HISTOR.
 const defaultEntriesSpan = 100
 
+// serveLatestSTH answers /api/v1/log/sth: the latest signed head, or, as
+// HISTOR (which never signs a head over an empty tree) does, 404 until the
+// first label. The log keeps a size-0 head for its C2SP checkpoint, which
+// witnesses accept; HISTOR's auditors would keep a size-0 STH and be stuck.
 func (a *api) serveLatestSTH(w http.ResponseWriter, r *http.Request) {
+	head := a.log.Latest()
+	if head.Size == 0 {
+		a.fail(w, http.StatusNotFound, detailEmptyLog)
+		return
+	}
 	w.Header().Set("Cache-Control", "no-cache")
-	writeBody(w, "application/json", a.log.Latest().STH)
+	writeBody(w, "application/json", head.STH)
 }
 
-// serveSTHAt answers /api/v1/log/sth/<size>: the most recent head signed at
-// exactly that size.
+// detailEmptyLog is HISTOR's answer for a head of a log with no entries.
+const detailEmptyLog = "the log is empty"
+
+// serveSTHAt answers /api/v1/log/sth/<size>: the first head signed at
+// exactly that size, the only one HISTOR keeps for it. None is served at
+// size 0, where HISTOR has none.
 func (a *api) serveSTHAt(w http.ResponseWriter, r *http.Request, s string) {
 	size, ok := parseCanonicalUint(s)
 	if !ok {
 		a.fail(w, http.StatusBadRequest, "tree size must be a decimal integer without sign or leading zeros")
 		return
 	}
+	if a.log.Size() == 0 {
+		a.fail(w, http.StatusNotFound, detailEmptyLog)
+		return
+	}
 	head, err := a.log.HeadAt(size)
-	if errors.Is(err, hlog.ErrNotFound) {
+	if errors.Is(err, hlog.ErrNotFound) || size == 0 {
 		a.fail(w, http.StatusNotFound, "no signed tree head at that size")
 		return
 	}

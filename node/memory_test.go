@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/histor-observer/histor/log/cmalloc"
 )
 
 // maxServingRSS is the resident-memory bound of a node serving a
@@ -62,6 +64,9 @@ func TestServeChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("runs only as the child process of TestServingMemory1M")
 	}
+	// The binary tunes the C allocator for the whole process; so does this
+	// stand-in for it.
+	cmalloc.Tune(cmalloc.DefaultMmapThreshold, cmalloc.DefaultMaxMmaps)
 	nd, err := New(Config{DataDir: dir})
 	if err != nil {
 		t.Fatal(err)

@@ -13,25 +13,35 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
-	"github.com/histor-observer/histor/log/cmalloc"
 	"github.com/histor-observer/histor/log/keys"
 )
 
 // Version is reported by /health.
 var Version = "0.1.0-dev"
 
-// Node is one observer: its keys, its log and its HTTP API.
+// Node is one observer: its keys and the parts it owns — the log, the crawl
+// state, the crawler and its crawls — and its HTTP API over them.
 //
-// Lifecycle: New (validate, load or create the seed), then Run — or Open and
-// Serve separately — then Close.
+// Lifecycle: New (validate, load or create the seed), then Run — or Open,
+// Serve and Close separately, or CrawlOnce. Open opens the parts in order
+// and Close stops them in reverse, so every part may use the ones before it
+// for as long as it is open.
 type Node struct {
-	cfg Config
-	id  identity
+	cfg     Config
+	id      identity
+	metrics *httpMetrics
 
-	mu  sync.Mutex // guards log and serializes Open and Close
-	log *hlog.Log  // nil until Open
+	mu     sync.Mutex // guards the parts below and serializes Open and Close
+	opened []part     // the parts open now, in the order they opened
+	log    *hlog.Log  // nil until Open
+	state  *state.Store
+	cr     *crawl.Crawler
+	crawls *crawls
 	// api is read on every request, so it is an atomic rather than under mu;
 	// nil before Open and after Close.
 	api atomic.Pointer[api]
@@ -40,12 +50,12 @@ type Node struct {
 	slots chan struct{}
 	busy  busyLog
 	// serving is read-held by every request while it uses the API, and
-	// write-held by Close, so the log is never closed under a request.
+	// write-held by Close, so no part is closed under a request.
 	serving sync.RWMutex
 }
 
-// New validates cfg, creates DataDir if needed and loads the seed, generating
-// it on first start. It does not open the log.
+// New validates cfg, creates DataDir if needed, loads the seed (generating
+// it on first start) and registers the node's metrics. It opens nothing.
 func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -61,11 +71,11 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The log's block cache lives in C memory under cgo; see log/cmalloc.
-	if !cmalloc.Tune(cmalloc.DefaultMmapThreshold, cmalloc.DefaultMaxMmaps) {
-		cfg.Logger.Debug("C allocator left as it is", "operator_tuned", cmalloc.OperatorTuned())
+	m, err := newHTTPMetrics(cfg.Registry)
+	if err != nil {
+		return nil, err
 	}
-	return &Node{cfg: cfg, id: id, slots: make(chan struct{}, cfg.MaxInFlight)}, nil
+	return &Node{cfg: cfg, id: id, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight)}, nil
 }
 
 func loadOrGenerateSeed(path string, logger *slog.Logger) (*keys.Seed, error) {
@@ -83,31 +93,27 @@ func loadOrGenerateSeed(path string, logger *slog.Logger) (*keys.Seed, error) {
 // LogDir is where the node keeps its Pebble log: DataDir/log.
 func (n *Node) LogDir() string { return filepath.Join(n.cfg.DataDir, "log") }
 
+// StateDir is where the node keeps its crawl state: DataDir/state.
+func (n *Node) StateDir() string { return filepath.Join(n.cfg.DataDir, "state") }
+
 // DID is the did:key of the node's log key.
 func (n *Node) DID() string { return n.id.did }
 
-// Open opens the log (a new one signs its size-0 head) and builds the API.
-// A log that fails its start-up checks is never served.
+// Open opens the node's parts in order: the log (a new one signs its size-0
+// head), the crawl state, the crawler, its crawls, and last the API. If one
+// fails, those already open are closed again. A log that fails its start-up
+// checks is never served.
 func (n *Node) Open(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.log != nil {
+	if n.opened != nil {
 		return nil
 	}
-	l, err := hlog.Open(ctx, hlog.Config{
-		Dir:        n.LogDir(),
-		Origin:     n.cfg.LogOrigin,
-		Key:        n.id.logKey,
-		DID:        n.id.did,
-		Logger:     n.cfg.Logger,
-		CacheBytes: n.cfg.CacheBytes,
-		Now:        n.cfg.Now,
-	})
+	opened, err := openParts(ctx, n.parts())
 	if err != nil {
-		return fmt.Errorf("opening log: %w", err)
+		return err
 	}
-	n.log = l
-	n.api.Store(newAPI(l, n.id.issuerDoc, n.cfg))
+	n.opened = opened
 	return nil
 }
 
@@ -121,17 +127,26 @@ func (n *Node) Log() *hlog.Log {
 
 // Handler is the node's HTTP API. Before Open and after Close it answers
 // 503 to everything, and so it does to a request beyond MaxInFlight but
-// /health, which a liveness probe must reach while the node is busy.
+// /health and /metrics, which probes and scrapers must reach while the node
+// is busy.
 func (n *Node) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/health" {
+		rt := lookupRoute(r)
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		n.metrics.inFlight.Inc()
+		defer func() {
+			n.metrics.inFlight.Dec()
+			n.metrics.observe(rt, sw.status(), time.Since(start))
+		}()
+		if rt == nil || !rt.unbounded {
 			select {
 			case n.slots <- struct{}{}:
 				defer func() { <-n.slots }()
 			default:
 				n.busy.refused(n.cfg.Logger, cap(n.slots))
-				w.Header().Set("Retry-After", "1")
-				writeDetail(w, http.StatusServiceUnavailable, fmt.Sprintf("busy: %d requests in flight", cap(n.slots)))
+				sw.Header().Set("Retry-After", "1")
+				writeDetail(sw, http.StatusServiceUnavailable, fmt.Sprintf("busy: %d requests in flight", cap(n.slots)))
 				return
 			}
 		}
@@ -139,15 +154,17 @@ func (n *Node) Handler() http.Handler {
 		defer n.serving.RUnlock()
 		h := n.api.Load()
 		if h == nil {
-			writeDetail(w, http.StatusServiceUnavailable, "log not open")
+			writeDetail(sw, http.StatusServiceUnavailable, "log not open")
 			return
 		}
-		h.ServeHTTP(w, r)
+		h.serve(sw, r, rt)
 	})
 }
 
-// Run opens the log, listens on HTTPAddr and serves until ctx is done, then
-// shuts down gracefully and closes the log.
+// Run opens the node's parts, listens on HTTPAddr and serves until ctx is
+// done; then it shuts the server down gracefully and stops the parts in
+// reverse order: the crawls (cancelled and waited for), the crawler, the
+// crawl state, the log.
 func (n *Node) Run(ctx context.Context) error {
 	if err := n.Open(ctx); err != nil {
 		return err
@@ -161,16 +178,25 @@ func (n *Node) Run(ctx context.Context) error {
 }
 
 // Serve serves the API on ln until ctx is done, then lets requests in flight
-// finish for up to ShutdownTimeout. The log must be open.
+// finish for up to ShutdownTimeout. With a CrawlInterval it also starts the
+// crawl schedule, which runs until Close. The node must be open.
 func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 	if n.api.Load() == nil {
 		ln.Close()
 		return errors.New("serving: log not open")
 	}
+	if n.cfg.CrawlInterval > 0 {
+		n.mu.Lock()
+		if n.crawls != nil {
+			n.crawls.schedule(n.cfg.CrawlInterval)
+		}
+		n.mu.Unlock()
+	}
 	srv := n.server(n.Handler())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	n.cfg.Logger.Info("serving", "addr", ln.Addr().String(), "origin", n.cfg.LogOrigin, "did", n.id.did)
+	n.cfg.Logger.Info("serving", "addr", ln.Addr().String(), "origin", n.cfg.LogOrigin, "did", n.id.did,
+		"profile", n.cfg.Profile, "crawl_interval", n.cfg.CrawlInterval)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving http: %w", err)
@@ -182,6 +208,21 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("shutting down http: %w", err)
 	}
 	return nil
+}
+
+// CrawlOnce opens the node's parts, runs one crawl in the foreground
+// (appending its labels and signing a head), and closes the parts again. It
+// serves nothing; the node must not be serving from the same DataDir. The
+// summary is returned even with an error when some targets were processed.
+func (n *Node) CrawlOnce(ctx context.Context) (*crawl.Summary, error) {
+	if err := n.Open(ctx); err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	n.mu.Lock()
+	cr := n.cr
+	n.mu.Unlock()
+	return cr.Run(ctx)
 }
 
 func (n *Node) server(h http.Handler) *http.Server {
@@ -196,41 +237,46 @@ func (n *Node) server(h http.Handler) *http.Server {
 	}
 }
 
-// Close closes the log once the requests still using it have finished (a
-// request's writes are bounded by WriteTimeout); later requests are answered
-// 503. It is safe to call more than once.
+// Close stops the parts in reverse order of opening: the API first, once
+// the requests still using it have finished (a request's writes are bounded
+// by WriteTimeout), so later requests are answered 503; then the crawls,
+// cancelled and waited for; then the crawler, the crawl state and the log.
+// It is safe to call more than once.
 func (n *Node) Close() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.log == nil {
-		return nil
-	}
-	n.serving.Lock()
-	n.api.Store(nil)
-	n.serving.Unlock()
-	err := n.log.Close()
-	n.log = nil
-	if err != nil {
-		return fmt.Errorf("closing log: %w", err)
-	}
-	return nil
+	err := closeParts(n.opened)
+	n.opened = nil
+	return err
 }
 
-// newAPI builds the handler over any Log.
+// now is the node's clock.
+func (n *Node) now() time.Time {
+	if n.cfg.Now != nil {
+		return n.cfg.Now()
+	}
+	return time.Now()
+}
+
+// newAPI builds the handler over any Log; the node adds its crawls and
+// metrics.
 func newAPI(l Log, issuer []byte, cfg Config) *api {
 	return &api{
 		log:        l,
 		issuer:     issuer,
 		maxEntries: uint64(cfg.MaxEntries),
 		version:    Version,
+		profile:    cfg.Profile,
+		operator:   newOperatorToken(cfg.OperatorToken),
 		logger:     cfg.Logger,
-		crawl:      cfg.CrawlStatus,
 	}
 }
 
 // identity is the node's keys and what it says about them.
 type identity struct {
-	logKey    ed25519.PrivateKey
-	did       string
-	issuerDoc []byte // the /api/v1/issuer answer
+	logKey      ed25519.PrivateKey
+	did         string
+	logVkey     string
+	witnessVkey string
+	issuerDoc   []byte // the /api/v1/issuer answer, rendered by Open
 }

@@ -56,13 +56,12 @@ func serveOnce(t *testing.T, cfg Config) string {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var sth struct {
-		Type     string `json:"type"`
-		Log      string `json:"log"`
-		TreeSize uint64 `json:"treeSize"`
+	// A new log has no entries, so no JSON head, as HISTOR.
+	var detail struct {
+		Detail string `json:"detail"`
 	}
-	if err := json.Unmarshal(body, &sth); err != nil || sth.Type != "histor.sth/v1" || sth.TreeSize != 0 || sth.Log != nd.DID() {
-		t.Fatalf("head of a new log: %s (%v)", body, err)
+	if err := json.Unmarshal(body, &detail); err != nil || resp.StatusCode != http.StatusNotFound || detail.Detail != "the log is empty" {
+		t.Fatalf("head of a new log: %d %s (%v)", resp.StatusCode, body, err)
 	}
 	cancel()
 	select {

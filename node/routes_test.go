@@ -39,7 +39,7 @@ func TestRoutes(t *testing.T) {
 		{"/api/v1/issuer", 200, "application/json", ""},
 		{"/api/v1/log/sth", 200, "application/json", "no-cache"},
 		{"/api/v1/log/sth/600", 200, "application/json", ""},
-		{"/api/v1/log/sth/0", 200, "application/json", ""},
+		{"/api/v1/log/sth/0", 404, "application/json", "no-store"},
 		{"/api/v1/log/sth/7", 404, "application/json", "no-store"},
 		{"/api/v1/log/sth/007", 400, "application/json", ""},
 		{"/api/v1/log/sth/x", 400, "application/json", ""},
@@ -202,7 +202,7 @@ func TestHealthAndHeads(t *testing.T) {
 		t.Fatalf("health %s: %v", body, err)
 	}
 	pub := tn.node.id.logKey.Public().(ed25519.PublicKey)
-	for _, path := range []string{"/api/v1/log/sth", "/api/v1/log/sth/3", "/api/v1/log/sth/0"} {
+	for _, path := range []string{"/api/v1/log/sth", "/api/v1/log/sth/3"} {
 		_, body := tn.get(t, path)
 		sth, err := hlog.VerifySTH(body, pub)
 		if err != nil {
@@ -307,4 +307,30 @@ func splitBundle(t testing.TB, b []byte) [][]byte {
 		out, b = append(out, b[2:2+n]), b[2+n:]
 	}
 	return out
+}
+
+// TestHeadsOfAnEmptyLog: HISTOR signs no head over an empty tree, so both
+// JSON head routes answer 404 until the first label, while the C2SP
+// checkpoint of size 0 is served for witnesses; a head at size 0 is never
+// served, also once the log has grown.
+func TestHeadsOfAnEmptyLog(t *testing.T) {
+	tn := newTestNode(t, 0)
+	for _, path := range []string{"/api/v1/log/sth", "/api/v1/log/sth/0", "/api/v1/log/sth/1"} {
+		resp, body := tn.get(t, path)
+		var d struct{ Detail string }
+		if err := json.Unmarshal(body, &d); err != nil || resp.StatusCode != http.StatusNotFound || d.Detail != "the log is empty" {
+			t.Errorf("%s of an empty log: %d %s (%v)", path, resp.StatusCode, body, err)
+		}
+	}
+	if resp, body := tn.get(t, "/log/checkpoint"); resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "\n0\n") {
+		t.Errorf("checkpoint of an empty log: %d %q", resp.StatusCode, body)
+	}
+	tn.appendLabels(t, 1)
+	if resp, _ := tn.get(t, "/api/v1/log/sth"); resp.StatusCode != http.StatusOK {
+		t.Errorf("head after the first label: %d", resp.StatusCode)
+	}
+	resp, body := tn.get(t, "/api/v1/log/sth/0")
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "no signed tree head at that size") {
+		t.Errorf("head at size 0 of a grown log: %d %s", resp.StatusCode, body)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/histor-observer/histor/log/canon"
+	"github.com/histor-observer/histor/log/clip"
 )
 
 // Bounds on a path diff.
@@ -171,10 +172,10 @@ func pathChange(path string, a, b *group) PathChange {
 		pc.Kind = Removed
 	}
 	if a != nil {
-		pc.Before, _ = clip(a.text(), MaxValueBytes)
+		pc.Before = clipValue(a.text())
 	}
 	if b != nil {
-		pc.After, _ = clip(b.text(), MaxValueBytes)
+		pc.After = clipValue(b.text())
 	}
 	return pc
 }
@@ -187,14 +188,16 @@ var mapKeywords = map[string]bool{
 	"definitions": true, "dependentSchemas": true,
 }
 
+// clipValue cuts a quoted value to MaxValueBytes and the mark.
+func clipValue(s string) string { return clip.String(s, MaxValueBytes+len(clip.Mark)) }
+
 // segment writes the path step for member k, clipping a long name, and
 // reports whether it is the .name form.
 func segment(k string) (string, bool) {
 	if len(k) <= MaxKeyBytes {
 		return member(k), isIdent(k)
 	}
-	prefix, _ := clip(k, keyPrefixBytes)
-	prefix = strings.TrimSuffix(prefix, "…")
+	prefix := strings.TrimSuffix(clip.String(k, keyPrefixBytes+len(clip.Mark)), clip.Mark)
 	sum := sha256.Sum256([]byte(k))
 	return "['" + escapeKey(prefix) + "'…" + hex.EncodeToString(sum[:keyHashBytes]) + "]", false
 }

@@ -3,7 +3,6 @@ package diff
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // MaxWordTokens bounds the tokens on either side of the differing middle of
@@ -164,15 +163,4 @@ func (w *opWriter) result() []WordOp {
 		out[i] = WordOp{Op: r.op, Text: strings.Join(r.parts, "")}
 	}
 	return out
-}
-
-// clip cuts s to at most n bytes on a rune boundary, marking a cut with "…".
-func clip(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…", true
 }

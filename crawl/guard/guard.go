@@ -59,7 +59,8 @@ type Config struct {
 	// server that sends more ends the request with a *HeaderTooLargeError ("too-large").
 	// Default DefaultMaxResponseHeaderBytes.
 	MaxResponseHeaderBytes int64
-	// Logger receives the guard's few logs. Default slog.Default().
+	// Logger receives the guard's few logs; nil discards them (never the
+	// process-wide default: the caller decides where logs go).
 	Logger *slog.Logger
 }
 
@@ -128,7 +129,7 @@ func New(cfg Config) (*Guard, error) {
 		cfg.UserAgent = DefaultUserAgent
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	g := &Guard{
 		cfg:   cfg,

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/histor-observer/histor/log/clip"
 )
 
 // TestDetailIsBounded: a detail that quotes what a hostile server sent (an
@@ -36,9 +38,9 @@ func TestDetailIsBounded(t *testing.T) {
 			if obs.Status != StatusProtocol {
 				t.Fatalf("status %s (%.80s), want protocol", obs.Status, obs.Detail)
 			}
-			if len(obs.Detail) > MaxDetailBytes || !utf8.ValidString(obs.Detail) || !strings.HasSuffix(obs.Detail, clipMark) {
+			if len(obs.Detail) > MaxDetailBytes || !utf8.ValidString(obs.Detail) || !strings.HasSuffix(obs.Detail, clip.Mark) {
 				t.Errorf("detail of %d bytes (valid UTF-8 %v), want at most %d ending in %q",
-					len(obs.Detail), utf8.ValidString(obs.Detail), MaxDetailBytes, clipMark)
+					len(obs.Detail), utf8.ValidString(obs.Detail), MaxDetailBytes, clip.Mark)
 			}
 		})
 	}
@@ -52,6 +54,22 @@ func TestClipDetail(t *testing.T) {
 		s := ClipDetail(strings.Repeat("x", pad) + strings.Repeat("€", MaxDetailBytes))
 		if len(s) > MaxDetailBytes || !utf8.ValidString(s) {
 			t.Errorf("pad %d: %d bytes, valid %v", pad, len(s), utf8.ValidString(s))
+		}
+	}
+}
+
+// TestStatusDetails: only a 401 reads as a request for credentials; a 403
+// (also what a server answers a Host it refuses) says forbidden.
+func TestStatusDetails(t *testing.T) {
+	for code, want := range map[int]string{
+		401: "not observed: the server requires authorisation",
+		403: "not observed: forbidden (HTTP 403)",
+		404: "",
+		302: "redirect (HTTP 302) not followed",
+	} {
+		obs := observe(t, testClient(Config{}), serve(t, status(code)).URL, StreamableHTTP)
+		if obs.Detail != want {
+			t.Errorf("HTTP %d: status %s, detail %q; want %q", code, obs.Status, obs.Detail, want)
 		}
 	}
 }

@@ -86,7 +86,8 @@ type Config struct {
 	// mapping, so a guard's refusal (blocked-address) keeps its name without
 	// this package importing the guard.
 	Classify func(error) (status string, ok bool)
-	// Logger receives debug lines about each observation (default slog.Default()).
+	// Logger receives debug lines about each observation; nil discards them
+	// (never the process-wide default: the caller decides where logs go).
 	Logger *slog.Logger
 }
 
@@ -149,7 +150,7 @@ func withDefaults(cfg Config) Config {
 		cfg.MaxJSONDepth = DefaultMaxJSONDepth
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return cfg
 }

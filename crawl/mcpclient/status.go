@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"unicode/utf8"
+
+	"github.com/histor-observer/histor/log/clip"
 )
 
 // MaxDetailBytes bounds an Observation's Detail. A detail often quotes what
@@ -14,24 +15,9 @@ import (
 // not choose its size.
 const MaxDetailBytes = 512
 
-// clipMark ends a detail ClipDetail shortened.
-const clipMark = "…"
-
 // ClipDetail returns s if it fits MaxDetailBytes, else its longest prefix
 // that ends on a rune boundary and, with "…" appended, still fits.
-func ClipDetail(s string) string { return clip(s, MaxDetailBytes) }
-
-// clip is s cut to at most max bytes at a rune boundary, "…" marking a cut.
-func clip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	n := max - len(clipMark)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + clipMark
-}
+func ClipDetail(s string) string { return clip.String(s, MaxDetailBytes) }
 
 // StopError ends an observation with a status. Observe turns it into the
 // Observation's Status and Detail; it is exported so tests and callers that
@@ -89,7 +75,7 @@ func (c *Client) classify(ctx context.Context, err error) (string, string) {
 }
 
 // shortErr keeps a detail line short; server-chosen text can be long.
-func shortErr(err error) string { return clip(err.Error(), shortErrBytes) }
+func shortErr(err error) string { return clip.String(err.Error(), shortErrBytes) }
 
 // shortErrBytes bounds the detail of a transport error.
 const shortErrBytes = 200

@@ -39,11 +39,21 @@ func (e *httpStatusError) stop() error {
 	if e.code >= 300 && e.code < 400 {
 		return stopf(StatusRedirect, "redirect (HTTP %d) not followed", e.code)
 	}
-	detail := ""
-	if e.code == 401 || e.code == 403 {
-		detail = "not observed: the server requires authorisation"
+	return &StopError{Status: fmt.Sprintf("http-%d", e.code), Detail: statusDetail(e.code)}
+}
+
+// statusDetail says what an HTTP status stopping an observation means.
+// Only 401 asks for credentials; a 403 is a refusal, often of a Host the
+// server does not serve (the MCP spec tells servers to answer a foreign
+// Host with 403 against DNS rebinding), so it never reads as one.
+func statusDetail(code int) string {
+	switch code {
+	case http.StatusUnauthorized:
+		return "not observed: the server requires authorisation"
+	case http.StatusForbidden:
+		return "not observed: forbidden (HTTP 403)"
 	}
-	return &StopError{Status: fmt.Sprintf("http-%d", e.code), Detail: detail}
+	return ""
 }
 
 // streamConn is streamable HTTP, modern or legacy.

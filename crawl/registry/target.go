@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/histor-observer/histor/log/clip"
 	"github.com/histor-observer/histor/log/mtl"
 )
 
@@ -90,7 +91,7 @@ type remote struct {
 func (r *record) compact() {
 	s, o := &r.Server, &r.Meta.Official
 	// Clones, so nothing kept shares memory with the text it was cut from.
-	s.Title, s.Version = strings.Clone(clip(s.Title)), strings.Clone(clip(s.Version))
+	s.Title, s.Version = strings.Clone(displayText(s.Title)), strings.Clone(displayText(s.Version))
 	r.published, r.updated = parseTime(o.PublishedAt), parseTime(o.UpdatedAt)
 	o.Status, o.PublishedAt, o.UpdatedAt = status(o.Status), "", ""
 	var kept []remote
@@ -215,20 +216,13 @@ func cleanText(s string) bool {
 	return true
 }
 
-// clip drops text that is not clean and cuts the rest to maxTextBytes on a
-// rune boundary; titles and versions are display text, never keys.
-func clip(s string) string {
+// displayText drops text that is not clean and clips the rest to
+// maxTextBytes; titles and versions are display text, never keys.
+func displayText(s string) string {
 	if !cleanText(s) {
 		return ""
 	}
-	if len(s) <= maxTextBytes {
-		return s
-	}
-	s = s[:maxTextBytes]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
+	return clip.String(s, maxTextBytes)
 }
 
 // Delist returns the targets of previous that h no longer lists, marked

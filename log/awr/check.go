@@ -18,10 +18,10 @@ func CheckLabel(v *Verified) error {
 	id, _ := method["id"].(string)
 	allowed, ok := AllowedVerdicts[id]
 	if !ok {
-		return formatErr("MTL-METH-001", "method %q is not an MTL/1 label method", clip(id))
+		return formatErr("MTL-METH-001", "method %q is not an MTL/1 label method", quoted(id))
 	}
 	if verdict, _ := cs["verdict"].(string); !slices.Contains(allowed, verdict) {
-		return formatErr(CodeVerdictInvalid, "verdict %q is not permitted for %s", clip(verdict), id)
+		return formatErr(CodeVerdictInvalid, "verdict %q is not permitted for %s", quoted(verdict), id)
 	}
 	if _, ok := cs["score"]; ok {
 		return formatErr("MTL-DOC-003", "a label must not carry a score")

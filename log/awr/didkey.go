@@ -3,6 +3,8 @@ package awr
 import (
 	"crypto/ed25519"
 	"strings"
+
+	"github.com/histor-observer/histor/log/clip"
 )
 
 // didKeyPrefix starts every did:key. The method-specific id that follows is
@@ -31,14 +33,14 @@ func DIDKey(pub ed25519.PublicKey) string {
 func ParseDIDKey(did string) (ed25519.PublicKey, error) {
 	msi, ok := strings.CutPrefix(did, didKeyPrefix)
 	if !ok {
-		return nil, formatErr(CodeNotDIDKey, "%q is not a did:key", clip(did))
+		return nil, formatErr(CodeNotDIDKey, "%q is not a did:key", quoted(did))
 	}
 	if !strings.HasPrefix(msi, "z") {
 		return nil, formatErr(CodeBadDIDKey, "did:key multibase prefix must be 'z' (base58btc)")
 	}
 	raw, err := base58Decode(msi[1:])
 	if err != nil {
-		return nil, formatErr(CodeBadDIDKey, "did:key %q is not base58btc", clip(did))
+		return nil, formatErr(CodeBadDIDKey, "did:key %q is not base58btc", quoted(did))
 	}
 	if len(raw) < 2 || raw[0] != ed25519PubCodec[0] || raw[1] != ed25519PubCodec[1] {
 		return nil, formatErr(CodeKeyType, "did:key does not name an ed25519-pub key (multicodec 0xed01)")
@@ -55,11 +57,5 @@ func VerificationMethod(did string) string {
 	return did + "#" + strings.TrimPrefix(did, didKeyPrefix)
 }
 
-// clip shortens attacker-supplied text quoted in an error.
-func clip(s string) string {
-	const max = 80
-	if len(s) > max {
-		return s[:max] + "…"
-	}
-	return s
-}
+// quoted shortens attacker-supplied text quoted in an error.
+func quoted(s string) string { return clip.String(s, 80) }

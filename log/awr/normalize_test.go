@@ -35,7 +35,7 @@ func signJSON(doc map[string]any, key ed25519.PrivateKey, created time.Time) ([]
 	}
 	did := DIDKey(key.Public().(ed25519.PublicKey))
 	if id, ok := issuerID(tree["issuer"]); ok && id != did {
-		return nil, fmt.Errorf("signing document: issuer %s is not the signing key %s", clip(id), did)
+		return nil, fmt.Errorf("signing document: issuer %s is not the signing key %s", quoted(id), did)
 	}
 	if err := attachProof(tree, proofOptions(tree, did, created), key); err != nil {
 		return nil, fmt.Errorf("signing document: %w", err)

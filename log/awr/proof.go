@@ -49,7 +49,7 @@ func Sign(doc map[string]any, key ed25519.PrivateKey, created time.Time) ([]byte
 	}
 	did := DIDKey(key.Public().(ed25519.PublicKey))
 	if id, ok := issuerID(tree["issuer"]); ok && id != did {
-		return nil, fmt.Errorf("signing document: issuer %s is not the signing key %s", clip(id), did)
+		return nil, fmt.Errorf("signing document: issuer %s is not the signing key %s", quoted(id), did)
 	}
 	signed, err := signTree(tree, proofOptions(tree, did, created), key)
 	if err != nil {

@@ -116,7 +116,7 @@ func checkEnvelope(doc map[string]any) (*Verified, error) {
 		return nil, err
 	}
 	if v, _ := doc["awrVersion"].(string); !awrVersionRE.MatchString(v) {
-		return nil, formatErr(CodeVersion, "awrVersion %q is not an AWR/2 semantic version", clip(v))
+		return nil, formatErr(CodeVersion, "awrVersion %q is not an AWR/2 semantic version", quoted(v))
 	}
 	if _, ok := doc["credentialSubject"].(map[string]any); !ok {
 		return nil, formatErr(CodeSubject, "credentialSubject missing or not a single object")
@@ -199,7 +199,7 @@ func checkProof(doc map[string]any, out *Verified) (map[string]any, []byte, erro
 	}
 	for k := range proof {
 		if !slices.Contains(proofMembers, k) {
-			return nil, nil, formatErr(CodeProofMember, "proof member %q is not understood", clip(k))
+			return nil, nil, formatErr(CodeProofMember, "proof member %q is not understood", quoted(k))
 		}
 	}
 	if err := checkProofOptions(doc, proof, out); err != nil {

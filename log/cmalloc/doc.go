@@ -9,7 +9,7 @@
 // returned to the kernel when the cache frees it, and the same load peaks at
 // 106 MiB at the same speed (docs/PERFORMANCE.md).
 //
-// The setting is process-wide, so the program decides (node.New calls Tune),
+// The setting is process-wide, so the program decides (cmd/histor calls Tune),
 // not the log package; it is applied once, and not at all when the operator
 // set the threshold through the environment. Without cgo, or on a C library
 // without these knobs, Tune does nothing and says so.

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
 
+	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/node"
 )
 
@@ -28,15 +29,34 @@ type Stdio struct {
 // deps are the seams tests replace; Main uses the real ones.
 type deps struct {
 	stdio Stdio
-	// runNode starts a node with a validated config (and its crawl schedule)
-	// and blocks until ctx is done.
-	runNode func(ctx context.Context, cfg node.Config, sc serveCrawl) error
+	// runNode runs a node with a validated config until ctx is done.
+	runNode func(ctx context.Context, cfg node.Config) error
+	// crawlOnce runs one crawl of a node that is not serving.
+	crawlOnce func(ctx context.Context, cfg node.Config) (*crawl.Summary, error)
 }
 
 // Main runs the histor command line with args (args[0] is the program name) and returns the
 // process exit code.
 func Main(ctx context.Context, args []string, stdio Stdio) int {
-	return run(ctx, args, deps{stdio: stdio, runNode: runNodeWithCrawl})
+	return run(ctx, args, deps{stdio: stdio, runNode: runNode, crawlOnce: crawlOnce})
+}
+
+// runNode is the node's own lifecycle: New, then Run until ctx is done.
+func runNode(ctx context.Context, cfg node.Config) error {
+	n, err := node.New(cfg)
+	if err != nil {
+		return err
+	}
+	return n.Run(ctx)
+}
+
+// crawlOnce is one crawl through the same wiring, without serving.
+func crawlOnce(ctx context.Context, cfg node.Config) (*crawl.Summary, error) {
+	n, err := node.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return n.CrawlOnce(ctx)
 }
 
 func run(ctx context.Context, args []string, d deps) int {

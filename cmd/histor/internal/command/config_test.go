@@ -22,7 +22,7 @@ func runServe(t *testing.T, args ...string) (node.Config, bool, int, string) {
 	var stderr bytes.Buffer
 	d := deps{
 		stdio: Stdio{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &stderr},
-		runNode: func(_ context.Context, cfg node.Config, _ serveCrawl) error {
+		runNode: func(_ context.Context, cfg node.Config) error {
 			got, called = cfg, true
 			return nil
 		},
@@ -166,4 +166,36 @@ func TestEveryCommandAndFlagHasHelp(t *testing.T) {
 		}
 	}
 	walk("", app.Commands)
+}
+
+// TestNodeSettingsMapping: the node-only settings reach node.Config from flags, environment
+// and file, and "prod" refuses what HISTOR's prod refuses before anything starts.
+func TestNodeSettingsMapping(t *testing.T) {
+	file := writeConfig(t, "data = \"/d\"\nprofile = \"prod\"\npublic-url = \"https://observer.example.org\"\n")
+	t.Setenv("HISTOR_OPERATOR_TOKEN", "0123456789abcdef01234567")
+	cfg, called, code, stderr := runServe(t, "--config", file, "serve", "--crawl-interval", "6h")
+	if code != 0 || !called {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if cfg.Profile != node.ProfileProd || cfg.OperatorToken != "0123456789abcdef01234567" || cfg.CrawlInterval != 6*time.Hour {
+		t.Errorf("profile %q, token %q, interval %v", cfg.Profile, cfg.OperatorToken, cfg.CrawlInterval)
+	}
+	if cfg.Crawl.Logger != cfg.Logger || cfg.Crawl.Registerer != cfg.Registry || cfg.Registry == nil || cfg.Crawl.Version != node.Version {
+		t.Error("the crawl's logger, registerer and version are not the node's")
+	}
+	for name, args := range map[string][]string{
+		"short token":     {"serve", "--data", "/d", "--profile", "prod", "--public-url", "https://o.example", "--operator-token", "short"},
+		"cleartext url":   {"serve", "--data", "/d", "--profile", "prod", "--public-url", "http://o.example", "--operator-token", "0123456789abcdef01234567"},
+		"private targets": {"serve", "--data", "/d", "--profile", "prod", "--public-url", "https://o.example", "--operator-token", "0123456789abcdef01234567", "--allow-private-targets"},
+		"unknown profile": {"serve", "--data", "/d", "--profile", "staging"},
+	} {
+		t.Setenv("HISTOR_OPERATOR_TOKEN", "")
+		if _, called, code, stderr := runServe(t, args...); called || code != 2 || stderr == "" {
+			t.Errorf("%s: started %v, exit %d, stderr %q; want refused with exit 2", name, called, code, stderr)
+		}
+	}
+	cfg, _, code, _ = runServe(t, "serve", "--data", "/d")
+	if code != 0 || cfg.Profile != node.ProfileDev || cfg.OperatorToken != "" || cfg.CrawlInterval != 24*time.Hour {
+		t.Errorf("defaults: exit %d, profile %q, token %q, interval %v", code, cfg.Profile, cfg.OperatorToken, cfg.CrawlInterval)
+	}
 }

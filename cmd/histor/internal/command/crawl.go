@@ -1,17 +1,11 @@
 package command
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"math/rand/v2"
-	"net"
+	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,9 +16,6 @@ import (
 	"github.com/histor-observer/histor/crawl/guard"
 	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/registry"
-	"github.com/histor-observer/histor/crawl/state"
-	"github.com/histor-observer/histor/log/keys"
-	"github.com/histor-observer/histor/node"
 )
 
 // crawlFlags are crawl.Config's fields, one flag each; crawl.Config documents them.
@@ -52,8 +43,9 @@ func crawlFlags() []cli.Flag {
 	}
 }
 
-// crawlConfig maps the crawl flags onto crawl.Config; crawl.New validates it.
-func crawlConfig(c *cli.Context, publicURL string, logger *slog.Logger) crawl.Config {
+// crawlConfig maps the crawl flags onto crawl.Config; node.Config.Validate
+// validates it with the rest of the node's settings.
+func crawlConfig(c *cli.Context) crawl.Config {
 	return crawl.Config{
 		Registry:               c.String("registry"),
 		AllowPrivateTargets:    c.Bool("allow-private-targets"),
@@ -76,15 +68,12 @@ func crawlConfig(c *cli.Context, publicURL string, logger *slog.Logger) crawl.Co
 			MaxPageBytes: c.Int64("registry-max-page-bytes"),
 			MaxServers:   c.Int("registry-max-servers"),
 		},
-		PublicURL: publicURL,
-		Version:   node.Version,
-		Logger:    logger,
 	}
 }
 
-// checkCrawlFlags refuses values no crawl can use, before anything is
-// opened: flags set to zero or less (which crawl.Config would read as "the
-// default"), then whatever crawl.Config.Validate refuses.
+// checkCrawlFlags refuses crawl flags set to zero or less, which
+// crawl.Config would read as "the default"; node.Config.Validate refuses
+// the rest.
 func checkCrawlFlags(c *cli.Context) error {
 	if c.Int("workers") < 1 {
 		return usageError(errors.New("--workers must be at least 1"))
@@ -104,10 +93,6 @@ func checkCrawlFlags(c *cli.Context) error {
 		if c.Int(name) < 1 {
 			return usageError(fmt.Errorf("--%s must be at least 1", name))
 		}
-	}
-	cc := crawlConfig(c, "", nil)
-	if err := cc.Validate(); err != nil {
-		return usageError(err)
 	}
 	return nil
 }
@@ -134,14 +119,10 @@ func crawlCommand(d deps) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkCrawlFlags(c); err != nil {
-				return err
-			}
+			cfg.Crawl.Progress = progress(d.stdio.Err)
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			cc := crawlConfig(c, cfg.PublicURL, cfg.Logger)
-			cc.Progress = crawl.NewProgress(d.stdio.Err, isTerminal(d.stdio.Err), 10*time.Second)
-			sum, err := crawlOnce(ctx, cfg, cc)
+			sum, err := d.crawlOnce(ctx, cfg)
 			if sum != nil {
 				sum.Write(d.stdio.Out)
 			}
@@ -153,123 +134,13 @@ func crawlCommand(d deps) *cli.Command {
 	}
 }
 
+// progress is the crawl's live display on w: a bar on a terminal, plain
+// lines otherwise.
+func progress(w io.Writer) *crawl.Progress {
+	return crawl.NewProgress(w, isTerminal(w), 10*time.Second)
+}
+
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && crawl.IsTerminal(f)
-}
-
-// crawlOnce opens the node's log and crawl state and runs one crawl.
-func crawlOnce(ctx context.Context, cfg node.Config, cc crawl.Config) (*crawl.Summary, error) {
-	n, err := node.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := n.Open(ctx); err != nil {
-		return nil, err
-	}
-	defer n.Close()
-	cr, closeState, err := newCrawler(n, cfg, cc)
-	if err != nil {
-		return nil, err
-	}
-	defer closeState()
-	defer cr.Close()
-	return cr.Run(ctx)
-}
-
-// newCrawler opens DataDir/state and builds a crawler that signs with the
-// node's log key (labels and heads share one issuer, as HISTOR's do).
-func newCrawler(n *node.Node, cfg node.Config, cc crawl.Config) (*crawl.Crawler, func(), error) {
-	seed, err := keys.Load(cfg.SeedFile)
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading node seed: %w", err)
-	}
-	st, err := state.Open(filepath.Join(cfg.DataDir, "state"), cfg.Logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	cr, err := crawl.New(cc, n.Log(), seed.LogKey(), n.DID(), st, cfg.Logger)
-	if err != nil {
-		st.Close()
-		return nil, nil, err
-	}
-	return cr, func() { st.Close() }, nil
-}
-
-// serveCrawl is what serve needs to crawl on a schedule.
-type serveCrawl struct {
-	Interval time.Duration // 0: never crawl
-	Config   crawl.Config
-}
-
-// crawlStatus is /health's view of the crawler, set once it exists.
-type crawlStatus struct{ cr atomic.Pointer[crawl.Crawler] }
-
-func (s *crawlStatus) report() (bool, string) {
-	cr := s.cr.Load()
-	if cr == nil {
-		return false, ""
-	}
-	return cr.Running(), cr.LastError()
-}
-
-// runNodeWithCrawl serves the node and, with a positive interval, crawls
-// once at start in the background and then every interval (±10% jitter, so
-// a fleet of nodes restarted together does not crawl in lockstep), signing
-// a head after each crawl.
-func runNodeWithCrawl(ctx context.Context, cfg node.Config, sc serveCrawl) error {
-	status := &crawlStatus{}
-	cfg.CrawlStatus = status.report
-	n, err := node.New(cfg)
-	if err != nil {
-		return err
-	}
-	if err := n.Open(ctx); err != nil {
-		return err
-	}
-	defer n.Close()
-	var cr *crawl.Crawler
-	if sc.Interval > 0 {
-		var closeState func()
-		if cr, closeState, err = newCrawler(n, cfg, sc.Config); err != nil {
-			return err
-		}
-		defer closeState()
-		defer cr.Close()
-		status.cr.Store(cr)
-	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.HTTPAddr, err)
-	}
-	// Deferred in this order so that on return the crawl is cancelled, then
-	// waited for, and only then are the state and the log closed.
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	if cr != nil {
-		wg.Go(func() { crawlLoop(ctx, cr, sc.Interval, cfg.Logger) })
-	}
-	return n.Serve(ctx, ln)
-}
-
-func crawlLoop(ctx context.Context, cr *crawl.Crawler, interval time.Duration, logger *slog.Logger) {
-	for {
-		if _, err := cr.Run(ctx); err != nil && ctx.Err() == nil {
-			logger.Error("crawl failed", "error", err)
-		}
-		t := time.NewTimer(jitter(interval))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// jitter spreads d by ±10%.
-func jitter(d time.Duration) time.Duration {
-	return d + time.Duration((rand.Float64()*0.2-0.1)*float64(d))
 }

@@ -38,7 +38,7 @@ func TestCrawlCommand(t *testing.T) {
 	})
 	data := t.TempDir()
 	var out, errb bytes.Buffer
-	d := deps{stdio: Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}}
+	d := deps{stdio: Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, crawlOnce: crawlOnce}
 	code := run(context.Background(), []string{"histor", "--log-level", "warn", "crawl", "--data", data,
 		"--registry", reg.URL, "--allow-private-targets", "--workers", "2"}, d)
 	if code != 0 {
@@ -64,7 +64,7 @@ func TestCrawlCommand(t *testing.T) {
 
 func TestCrawlCommandRefusesCleartextWithoutAllowPrivate(t *testing.T) {
 	var out, errb bytes.Buffer
-	d := deps{stdio: Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}}
+	d := deps{stdio: Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, crawlOnce: crawlOnce}
 	code := run(context.Background(), []string{"histor", "crawl", "--data", t.TempDir(), "--registry", "http://127.0.0.1:1"}, d)
 	if code != 2 || !strings.Contains(errb.String(), "AllowPrivateTargets") {
 		t.Errorf("exit %d, stderr %q; want 2 (a usage error, found before anything opens) and the reason", code, errb.String())
@@ -88,7 +88,7 @@ func TestCrawlBoundFlags(t *testing.T) {
 		"zero header bytes":      {"--max-response-header-bytes", "0"},
 	} {
 		var out, errb bytes.Buffer
-		d := deps{stdio: Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}}
+		d := deps{stdio: Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, crawlOnce: crawlOnce}
 		data := t.TempDir()
 		argv := append([]string{"histor", "crawl", "--data", data}, args...)
 		if code := run(context.Background(), argv, d); code != 2 {
@@ -106,11 +106,11 @@ func TestServeCrawlFlags(t *testing.T) {
 	t.Setenv("HISTOR_CRAWL_INTERVAL", "6h")
 	t.Setenv("HISTOR_OBSERVATION_DEADLINE", "15s")
 	t.Setenv("HISTOR_MAX_RESPONSE_HEADER_BYTES", "8192")
-	var got serveCrawl
+	var got node.Config
 	d := deps{
 		stdio: Stdio{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &bytes.Buffer{}},
-		runNode: func(_ context.Context, _ node.Config, sc serveCrawl) error {
-			got = sc
+		runNode: func(_ context.Context, cfg node.Config) error {
+			got = cfg
 			return nil
 		},
 	}
@@ -119,10 +119,10 @@ func TestServeCrawlFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	c := got.Config
-	if got.Interval != 6*time.Hour || c.Workers != 7 || c.Registry != "https://registry.example" ||
+	c := got.Crawl
+	if got.CrawlInterval != 6*time.Hour || c.Workers != 7 || c.Registry != "https://registry.example" ||
 		c.ContinuityGap != 30*time.Hour || c.OptOutFile != "/etc/o.txt" || c.AllowPrivateTargets {
-		t.Errorf("serve crawl settings %+v (interval %s)", c, got.Interval)
+		t.Errorf("serve crawl settings %+v (interval %s)", c, got.CrawlInterval)
 	}
 	if c.MaxTools != 900 || c.RegistryOptions.MaxPageBytes != 65536 || c.Deadline != 15*time.Second ||
 		c.PerHost != 3 || c.MaxJSONDepth != 32 || c.MaxPages != 9 || c.MaxResponseHeaderBytes != 8192 ||
@@ -134,19 +134,5 @@ func TestServeCrawlFlags(t *testing.T) {
 		if code != 2 {
 			t.Errorf("%v: exit %d, want 2", bad, code)
 		}
-	}
-}
-
-func TestJitterWithinTenPercent(t *testing.T) {
-	seen := map[time.Duration]bool{}
-	for range 200 {
-		j := jitter(24 * time.Hour)
-		if j < 24*time.Hour*9/10 || j > 24*time.Hour*11/10 {
-			t.Fatalf("jitter gave %s", j)
-		}
-		seen[j] = true
-	}
-	if len(seen) < 100 {
-		t.Errorf("only %d distinct intervals in 200 draws", len(seen))
 	}
 }

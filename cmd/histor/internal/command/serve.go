@@ -42,19 +42,15 @@ func serveCommand(d deps) *cli.Command {
 		Description: "Opens the log, checks its integrity and refuses to start over a damaged data directory, " +
 			"signs a fresh head, and serves the HISTOR JSON API under /api/v1/ and C2SP tlog-tiles under /log/ " +
 			"until SIGTERM or SIGINT.",
-		Flags: append(append(serveFlags(), crawlIntervalFlag()), crawlFlags()...),
+		Flags: append(append(serveFlags(), nodeOnlyFlags()...), crawlFlags()...),
 		Action: func(c *cli.Context) error {
 			cfg, err := nodeConfig(c)
 			if err != nil {
 				return err
 			}
-			sc, err := serveCrawlConfig(c, cfg)
-			if err != nil {
-				return err
-			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			if err := d.runNode(ctx, cfg, sc); err != nil {
+			if err := d.runNode(ctx, cfg); err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("serve: %w", err)}
 			}
 			return nil
@@ -62,11 +58,18 @@ func serveCommand(d deps) *cli.Command {
 	}
 }
 
-// nodeConfig maps the serve flags onto one node.Config and validates it, once, before
-// anything is opened.
+// nodeConfig maps the command's flags onto one node.Config and validates it, once, before
+// anything is opened. A flag the command does not have reads as its zero value, which
+// node.Config takes as its default.
 func nodeConfig(c *cli.Context) (node.Config, error) {
 	log, err := logger(c, c.App.ErrWriter)
 	if err != nil {
+		return node.Config{}, err
+	}
+	if c.Duration("crawl-interval") < 0 {
+		return node.Config{}, usageError(errors.New("--crawl-interval must not be negative"))
+	}
+	if err := checkCrawlFlags(c); err != nil {
 		return node.Config{}, err
 	}
 	cfg := node.Config{
@@ -85,6 +88,10 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		WriteTimeout:      c.Duration("write-timeout"),
 		IdleTimeout:       c.Duration("idle-timeout"),
 		ShutdownTimeout:   c.Duration("shutdown-timeout"),
+		Profile:           c.String("profile"),
+		OperatorToken:     c.String("operator-token"),
+		Crawl:             crawlConfig(c),
+		CrawlInterval:     c.Duration("crawl-interval"),
 		Logger:            log,
 	}
 	if err := cfg.Validate(); err != nil {
@@ -93,19 +100,14 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 	return cfg, nil
 }
 
-func crawlIntervalFlag() cli.Flag {
-	return altsrc.NewDurationFlag(&cli.DurationFlag{Name: "crawl-interval", Value: 24 * time.Hour,
-		Usage: "crawl once at start and then every `DURATION` (±10% jitter); 0 never crawls", EnvVars: []string{"HISTOR_CRAWL_INTERVAL"}})
-}
-
-// serveCrawlConfig maps serve's crawl flags; the crawler itself is built
-// once the log is open.
-func serveCrawlConfig(c *cli.Context, cfg node.Config) (serveCrawl, error) {
-	if c.Duration("crawl-interval") < 0 {
-		return serveCrawl{}, usageError(errors.New("--crawl-interval must not be negative"))
+// nodeOnlyFlags are the node.Config fields only a serving node uses.
+func nodeOnlyFlags() []cli.Flag {
+	return []cli.Flag{
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "crawl-interval", Value: 24 * time.Hour,
+			Usage: "crawl once at start and then every `DURATION` (±10% jitter); 0 never crawls on a schedule", EnvVars: []string{"HISTOR_CRAWL_INTERVAL"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "operator-token", Usage: "`TOKEN` the operator's routes (POST /api/v1/admin/crawl) require in the x-histor-operator header; " +
+			"unset, they answer 503. Prefer the environment variable: a command line is visible to every local user", EnvVars: []string{"HISTOR_OPERATOR_TOKEN"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "profile", Value: node.ProfileDev, Usage: "`PROFILE` dev or prod; prod refuses to start without an operator token of at least " +
+			"24 characters and an https --public-url, or with --allow-private-targets", EnvVars: []string{"HISTOR_PROFILE"}}),
 	}
-	if err := checkCrawlFlags(c); err != nil {
-		return serveCrawl{}, err
-	}
-	return serveCrawl{Interval: c.Duration("crawl-interval"), Config: crawlConfig(c, cfg.PublicURL, cfg.Logger)}, nil
 }

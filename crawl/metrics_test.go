@@ -1,0 +1,73 @@
+package crawl_test
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/crawl/registry/registrytest"
+)
+
+// TestMetrics: a crawl's figures reach the registry it was given.
+func TestMetrics(t *testing.T) {
+	e := newEnv(t)
+	srv := serve(t, stateless(toolServer(baseTools)))
+	reg := registrytest.Server(t, []registrytest.Entry{
+		{Name: "io.example/up", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: srv.URL + "/mcp"}}},
+		{Name: "io.example/templated", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: "https://{tenant}.example.com/mcp"}}},
+	})
+	pr := prometheus.NewRegistry()
+	c := e.crawler(t, reg.URL, func(cfg *crawl.Config) { cfg.Registerer = pr })
+	e.run(t, c)
+	e.run(t, c)
+	got := gathered(t, pr)
+	for series, want := range map[string]float64{
+		"histor_crawl_labels_issued_total{method=name-threat-match}":     1,
+		"histor_crawl_labels_issued_total{method=tool-def-pattern-scan}": 1,
+		"histor_crawl_labels_issued_total{method=tool-set-observation}":  1,
+		"histor_crawl_runs_total{result=ok}":                             2,
+		"histor_crawl_targets{status=ok}":                                1,
+		"histor_crawl_targets{status=templated-url}":                     1,
+		"histor_crawl_changes_total":                                     0,
+		"histor_crawl_duration_seconds":                                  2, // observations
+	} {
+		if got[series] != want {
+			t.Errorf("%s = %v, want %v", series, got[series], want)
+		}
+	}
+	if len(got) != 8 {
+		t.Errorf("series %v", got)
+	}
+	if _, err := crawl.New(crawl.Config{Registry: reg.URL, AllowPrivateTargets: true, Registerer: pr}, e.log, e.key, e.did, e.st, nil); err == nil {
+		t.Error("a second crawler registered the same metrics")
+	}
+}
+
+// gathered is every series of reg as name{label=value} → value (a
+// histogram's: its sample count).
+func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			switch {
+			case m.Counter != nil:
+				out[key] = m.Counter.GetValue()
+			case m.Gauge != nil:
+				out[key] = m.Gauge.GetValue()
+			case m.Histogram != nil:
+				out[key] = float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,279 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
+)
+
+// pebbleStore is the kvStore a node runs: one Pebble database, its WAL
+// synced on every batch.
+type pebbleStore struct {
+	db    *pebble.DB
+	cache *pebble.Cache
+	// closed is set by close; Pebble panics on a call after Close, so the
+	// log's readers, which may outlive it, get ErrClosed instead.
+	closed atomic.Bool
+}
+
+func (s *pebbleStore) get(key []byte) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, errStoreClosed
+	}
+	return pebbleGet(s.db, key)
+}
+
+func (s *pebbleStore) iter(lower, upper []byte, reverse bool) (kvIter, error) {
+	if s.closed.Load() {
+		return nil, errStoreClosed
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	return &pebbleIter{it: it, reverse: reverse}, nil
+}
+
+func (s *pebbleStore) newBatch(sizeHint int) kvBatch {
+	return pebbleBatch{s.db.NewBatchWithSize(sizeHint)}
+}
+
+// apply hands the batch to Pebble's commit pipeline, which makes it visible
+// and writes the WAL; wait is the WAL sync, so the next batch can be built
+// while it runs.
+func (s *pebbleStore) apply(b kvBatch) (func() error, error) {
+	pb := b.(pebbleBatch).b
+	if s.closed.Load() {
+		pb.Close()
+		return nil, errStoreClosed
+	}
+	if err := s.db.ApplyNoSyncWait(pb, pebble.Sync); err != nil {
+		pb.Close()
+		return nil, err
+	}
+	return func() error {
+		err := pb.SyncWait()
+		pb.Close()
+		return err
+	}, nil
+}
+
+func (s *pebbleStore) close() error {
+	if s.closed.Swap(true) {
+		return errStoreClosed
+	}
+	err := s.db.Close()
+	s.cache.Unref()
+	return err
+}
+
+type pebbleBatch struct{ b *pebble.Batch }
+
+func (b pebbleBatch) set(key, value []byte) { _ = b.b.Set(key, value, nil) }
+
+type pebbleIter struct {
+	it      *pebble.Iterator
+	reverse bool
+	started bool
+}
+
+func (i *pebbleIter) next() bool {
+	switch {
+	case !i.started && i.reverse:
+		i.started = true
+		return i.it.Last()
+	case !i.started:
+		i.started = true
+		return i.it.First()
+	case i.reverse:
+		return i.it.Prev()
+	}
+	return i.it.Next()
+}
+
+func (i *pebbleIter) key() []byte   { return i.it.Key() }
+func (i *pebbleIter) value() []byte { return i.it.Value() }
+func (i *pebbleIter) close() error  { return i.it.Close() }
+
+// openPebble opens the store in dir after checking that a non-empty dir
+// looks like a whole Pebble store, and that every live table has the size
+// the MANIFEST recorded (Pebble itself reads a table only when asked, so a
+// truncated one would otherwise pass until the first unlucky read).
+func openPebble(dir string, cacheBytes int64, logger *slog.Logger, readOnly bool) (*pebbleStore, error) {
+	db, cache, err := openPebbleDB(dir, cacheBytes, logger, readOnly)
+	if err != nil {
+		return nil, err
+	}
+	return &pebbleStore{db: db, cache: cache}, nil
+}
+
+func openPebbleDB(dir string, cacheBytes int64, logger *slog.Logger, readOnly bool) (db *pebble.DB, cache *pebble.Cache, err error) {
+	if err := checkDirShape(dir, readOnly); err != nil {
+		return nil, nil, err
+	}
+	c := pebble.NewCache(cacheBytes)
+	defer func() {
+		if p := recover(); p != nil {
+			err = corrupt("pebble store", fmt.Errorf("%v", p))
+		}
+		if err != nil {
+			c.Unref()
+		}
+	}()
+	db, err = pebble.Open(dir, pebbleOptions(c, pebbleLogger{logger}, readOnly))
+	if err != nil {
+		return nil, nil, corrupt("pebble store", err)
+	}
+	if err := checkTables(db, dir); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	if !readOnly {
+		// Replaying the WAL fills a memtable sized for the append path (64 MiB);
+		// flushing it now returns that memory, so a node that mostly serves
+		// reads stays small, and the next start replays nothing.
+		if err := db.Flush(); err != nil {
+			db.Close()
+			return nil, nil, corrupt("flushing the recovered memtable", err)
+		}
+	}
+	return db, c, nil
+}
+
+func checkDirShape(dir string, readOnly bool) error {
+	names, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if readOnly {
+			return ErrNoLog
+		}
+		return os.MkdirAll(dir, 0o700)
+	}
+	if err != nil {
+		return fmt.Errorf("reading log directory: %w", err)
+	}
+	if i := slices.IndexFunc(names, func(e os.DirEntry) bool { return e.Name() == creatingMarker }); i >= 0 {
+		if readOnly {
+			return fmt.Errorf("%w: its creation never finished (%s is there)", ErrNoLog, creatingMarker)
+		}
+		names = slices.Delete(names, i, i+1)
+	}
+	if len(names) == 0 {
+		if readOnly {
+			return ErrNoLog
+		}
+		return nil
+	}
+	var current bool
+	var options string // the newest; names sort by their file number
+	for _, n := range names {
+		current = current || n.Name() == "CURRENT"
+		if strings.HasPrefix(n.Name(), "OPTIONS-") && n.Name() > options {
+			options = n.Name()
+		}
+	}
+	if !current {
+		return corrupt("pebble CURRENT file", errors.New("missing from a non-empty directory"))
+	}
+	if options == "" {
+		return corrupt("pebble OPTIONS file", errors.New("missing"))
+	}
+	return checkOptionsFile(filepath.Join(dir, options))
+}
+
+// checkOptionsFile refuses a truncated or emptied OPTIONS file, which Pebble
+// itself would accept silently.
+func checkOptionsFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return corrupt("pebble OPTIONS file", err)
+	}
+	text := string(b)
+	if !strings.Contains(text, "[Version]") || !strings.Contains(text, "[Options]") || !strings.HasSuffix(text, "\n") {
+		return corrupt("pebble OPTIONS file "+filepath.Base(path), errors.New("truncated or not Pebble's"))
+	}
+	return nil
+}
+
+func checkTables(db *pebble.DB, dir string) error {
+	levels, err := db.SSTables()
+	if err != nil {
+		return corrupt("pebble table list", err)
+	}
+	for _, level := range levels {
+		for _, t := range level {
+			name := fmt.Sprintf("%06d.sst", t.BackingSSTNum)
+			fi, err := os.Stat(filepath.Join(dir, name))
+			if err != nil {
+				return corrupt("pebble table "+name, err)
+			}
+			if !t.Virtual && uint64(fi.Size()) != t.Size {
+				return corrupt("pebble table "+name,
+					fmt.Errorf("%d bytes on disk, %d in the MANIFEST", fi.Size(), t.Size))
+			}
+		}
+	}
+	return nil
+}
+
+// pebbleGet reads key, copying the value; a missing key is ErrNotFound.
+func pebbleGet(r pebble.Reader, key []byte) ([]byte, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), v...)
+	return out, closer.Close()
+}
+
+// pebbleOptions are tuned for the append path: a large memtable so batches
+// of 1 KiB labels rarely stall on flushes, one compaction at a time so the
+// sequencer keeps a core, and bloom filters because every append looks up
+// its label ids.
+func pebbleOptions(cache *pebble.Cache, logger pebble.Logger, readOnly bool) *pebble.Options {
+	opts := &pebble.Options{
+		Cache:                       cache,
+		MemTableSize:                64 << 20,
+		MemTableStopWritesThreshold: 2,
+		L0CompactionThreshold:       4,
+		L0StopWritesThreshold:       32,
+		LBaseMaxBytes:               256 << 20,
+		MaxConcurrentCompactions:    func() int { return 1 },
+		Logger:                      logger,
+		ReadOnly:                    readOnly,
+		ErrorIfNotExists:            readOnly,
+	}
+	opts.Levels = make([]pebble.LevelOptions, 7)
+	for i := range opts.Levels {
+		opts.Levels[i] = pebble.LevelOptions{
+			BlockSize:      32 << 10,
+			FilterPolicy:   bloom.FilterPolicy(10),
+			TargetFileSize: 8 << 20 << i,
+		}
+	}
+	return opts.EnsureDefaults()
+}
+
+// pebbleLogger routes Pebble's messages into slog; Pebble's fatal errors
+// panic rather than exit, so Open can turn them into a CorruptError.
+type pebbleLogger struct {
+	logger interface{ Info(string, ...any) }
+}
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.logger.Info(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}

@@ -1,0 +1,150 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/crawl/state"
+)
+
+// crawls runs the node's crawls in the background: the schedule, and those
+// the operator starts. At most one runs at a time. Every crawl runs under
+// the part's own context, so stop ends them all, whoever started them.
+type crawls struct {
+	run    func(context.Context) (*crawl.Summary, error) // one crawl; the crawler's Run
+	logger *slog.Logger
+	now    func() time.Time
+
+	ctx    context.Context // ends at stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	stopped   bool      // set by stop; no crawl starts after it
+	scheduled bool      // the schedule is running
+	since     time.Time // start of the crawl running now; zero when none
+	// lastErr is the error the newest finished crawl ended with: nil for
+	// none (or no crawl recorded yet), "" never stored.
+	lastErr *string
+}
+
+// newCrawls prepares the crawl part. The error of the newest crawl recorded
+// in st (if any) is what /health reports until this process finishes one,
+// as HISTOR reads it back from its runs table after a restart.
+func newCrawls(run func(context.Context) (*crawl.Summary, error), st *state.Store, logger *slog.Logger, now func() time.Time) *crawls {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &crawls{run: run, logger: logger, now: now, ctx: ctx, cancel: cancel}
+	if st == nil {
+		return c
+	}
+	runs, err := st.Runs(1)
+	switch {
+	case err != nil:
+		logger.Warn("reading the last crawl run", "err", err)
+	case len(runs) == 1 && runs[0].Error != "":
+		c.lastErr = &runs[0].Error
+	}
+	return c
+}
+
+// start begins a crawl in the background unless one is running; since is
+// when the running crawl began (zero if the part is stopped).
+func (c *crawls) start() (started bool, since time.Time) {
+	since, ok := c.begin()
+	if !ok {
+		return false, since
+	}
+	go c.crawl()
+	return true, since
+}
+
+// begin marks a crawl as running, unless one already is or the part is
+// stopped; it reports the start time of the one running. The crawl joins
+// the wait group here, under mu, so stop never misses one.
+func (c *crawls) begin() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped || !c.since.IsZero() {
+		return c.since, false
+	}
+	c.wg.Add(1)
+	c.since = c.now().UTC().Truncate(time.Second)
+	return c.since, true
+}
+
+// crawl runs one crawl that begin has admitted, and records how it ended.
+func (c *crawls) crawl() {
+	defer c.wg.Done()
+	_, err := c.run(c.ctx)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+		if c.ctx.Err() == nil && !errors.Is(err, crawl.ErrRunning) {
+			c.logger.Error("crawl failed", "err", err)
+		}
+	}
+	c.mu.Lock()
+	c.since, c.lastErr = time.Time{}, &msg
+	c.mu.Unlock()
+}
+
+// schedule starts the crawl schedule, once: a crawl now, then one every
+// interval (±10%) after the previous one ends. A tick that finds a crawl
+// running (the operator's) skips it.
+func (c *crawls) schedule(interval time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.scheduled || c.stopped {
+		return
+	}
+	c.scheduled = true
+	c.wg.Go(func() { c.loop(interval) })
+}
+
+func (c *crawls) loop(interval time.Duration) {
+	for {
+		if _, ok := c.begin(); ok {
+			c.crawl()
+		} else if c.ctx.Err() == nil {
+			c.logger.Info("scheduled crawl skipped: a crawl is running")
+		}
+		t := time.NewTimer(jitter(interval))
+		select {
+		case <-c.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// stop cancels the schedule and any crawl in progress and waits for them.
+func (c *crawls) stop() {
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+}
+
+// status is /health's view: whether a crawl is running and the error the
+// newest one ended with (nil: none).
+func (c *crawls) status() (running bool, lastErr *string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lastErr != nil && *c.lastErr == "" {
+		return !c.since.IsZero(), nil
+	}
+	return !c.since.IsZero(), c.lastErr
+}
+
+// jitter spreads d by ±10%, so a fleet of nodes restarted together does not
+// crawl in lockstep.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration((rand.Float64()*0.2-0.1)*float64(d))
+}

@@ -1,0 +1,151 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/crawl/state"
+	hlog "github.com/histor-observer/histor/log"
+)
+
+// part is one piece the node owns. Open opens the parts in their order and
+// Close stops them in reverse, so a part may use every part before it from
+// its open to its close. A part that joins later (gossip, the witness, a
+// sandbox queue) is one more entry in Node.parts.
+type part struct {
+	name  string
+	open  func(ctx context.Context) error
+	close func() error // nil: nothing to release
+}
+
+// parts is the node's parts in opening order. Each open sets the Node field
+// the later parts read; each close clears it. Both run under n.mu.
+func (n *Node) parts() []part {
+	return []part{
+		{"log", n.openLog, n.closeLog},
+		{"crawl state", n.openState, n.closeState},
+		{"crawler", n.openCrawler, n.closeCrawler},
+		{"crawls", n.openCrawls, n.closeCrawls},
+		{"api", n.openAPI, n.closeAPI},
+	}
+}
+
+// openParts opens ps in order; if one fails, it closes the ones already
+// open, in reverse, and reports the failure.
+func openParts(ctx context.Context, ps []part) ([]part, error) {
+	for i, p := range ps {
+		if err := p.open(ctx); err != nil {
+			return nil, errors.Join(fmt.Errorf("opening %s: %w", p.name, err), closeParts(ps[:i]))
+		}
+	}
+	return ps, nil
+}
+
+// closeParts closes ps in reverse order, every one of them even when an
+// earlier close fails.
+func closeParts(ps []part) error {
+	var errs []error
+	for i := len(ps) - 1; i >= 0; i-- {
+		if ps[i].close == nil {
+			continue
+		}
+		if err := ps[i].close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing %s: %w", ps[i].name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (n *Node) openLog(ctx context.Context) error {
+	l, err := hlog.Open(ctx, hlog.Config{
+		Dir:        n.LogDir(),
+		Origin:     n.cfg.LogOrigin,
+		Key:        n.id.logKey,
+		DID:        n.id.did,
+		Logger:     n.cfg.Logger,
+		CacheBytes: n.cfg.CacheBytes,
+		Now:        n.cfg.Now,
+		Registerer: n.cfg.Registry,
+	})
+	if err != nil {
+		return err
+	}
+	n.log = l
+	return nil
+}
+
+func (n *Node) closeLog() error {
+	err := n.log.Close()
+	n.log = nil
+	return err
+}
+
+func (n *Node) openState(context.Context) error {
+	st, err := state.Open(n.StateDir(), n.cfg.Logger)
+	if err != nil {
+		return err
+	}
+	n.state = st
+	return nil
+}
+
+func (n *Node) closeState() error {
+	err := n.state.Close()
+	n.state = nil
+	return err
+}
+
+// openCrawler builds the crawler over the log and the state; it signs with
+// the node's log key, so labels and heads share one issuer, as HISTOR's do.
+func (n *Node) openCrawler(context.Context) error {
+	cr, err := crawl.New(n.cfg.Crawl, n.log, n.id.logKey, n.id.did, n.state, n.cfg.Logger)
+	if err != nil {
+		return err
+	}
+	n.cr = cr
+	return nil
+}
+
+func (n *Node) closeCrawler() error {
+	n.cr.Close()
+	n.cr = nil
+	return nil
+}
+
+func (n *Node) openCrawls(context.Context) error {
+	n.crawls = newCrawls(n.cr.Run, n.state, n.cfg.Logger, n.now)
+	return nil
+}
+
+// closeCrawls cancels the schedule and any crawl in progress and waits for
+// them, so no crawl outlives the crawler, the state or the log.
+func (n *Node) closeCrawls() error {
+	n.crawls.stop()
+	n.crawls = nil
+	return nil
+}
+
+// openAPI renders the issuer answer (which names the crawler's pattern and
+// record sets) and starts answering requests.
+func (n *Node) openAPI(context.Context) error {
+	doc, err := renderIssuer(n.cfg, n.id, n.cr.PatternSet(), n.cr.RecordSet())
+	if err != nil {
+		return err
+	}
+	n.id.issuerDoc = doc
+	a := newAPI(n.log, doc, n.cfg)
+	a.crawls = n.crawls
+	a.metrics = n.metrics.handler(n.cfg.Registry, n.cfg.Logger)
+	n.api.Store(a)
+	return nil
+}
+
+// closeAPI stops answering once the requests in flight have finished.
+func (n *Node) closeAPI() error {
+	n.serving.Lock()
+	n.api.Store(nil)
+	n.serving.Unlock()
+	return nil
+}
