@@ -17,6 +17,7 @@ var routeTable = []Route{
 	{Pattern: "/health", Methods: getOnly, serve: (*api).serveHealth, unbounded: true},
 	{Pattern: "/metrics", Methods: getOnly, serve: (*api).serveMetrics, unbounded: true},
 
+	{Pattern: "/api/openapi.json", Methods: getOnly, serve: (*api).serveOpenAPI},
 	{Pattern: "/api/v1/issuer", Methods: getOnly, serve: (*api).serveIssuer},
 	{Pattern: "/api/v1/log/sth", Methods: getOnly, serve: (*api).serveLatestSTH},
 	{Pattern: "/api/v1/log/sth/{tree_size}", Methods: getOnly, serve: func(a *api, w http.ResponseWriter, r *http.Request) {
