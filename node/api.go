@@ -42,6 +42,7 @@ type api struct {
 	version    string
 	logger     *slog.Logger
 	crawl      func() (running bool, lastError string) // nil without a crawler
+	check      *checker                                // POST /api/v1/check; nil answers 503
 }
 
 // ServeHTTP routes by hand rather than through http.ServeMux: evidence
@@ -50,6 +51,10 @@ type api struct {
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
+	if r.URL.Path == "/api/v1/check" {
+		a.serveCheck(w, r) // the one route that takes POST (and its preflight)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		h.Set("Allow", "GET, HEAD")
 		a.fail(w, http.StatusMethodNotAllowed, "method not allowed")

@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/histor-observer/histor/crawl/scan"
 )
 
 // Config is everything a node needs. Zero fields take the defaults named
@@ -83,6 +86,38 @@ type Config struct {
 	// is running and the error the last one ended with ("" for none).
 	// Optional; nil reports no crawl running and no error.
 	CrawlStatus func() (running bool, lastError string)
+
+	// POST /api/v1/check. Limits count per client: an IPv4 address or an
+	// IPv6 /64, as TrustedProxies decides it.
+
+	// CheckTargets is what /check looks targets up in (StateTargets reads
+	// the crawl's state). Optional; without it /check answers 503.
+	CheckTargets CheckTargets
+	// ClientReports keeps the (target, digest, day) counts of contribute:
+	// true (*state.Store does). Optional; without it nothing is counted and
+	// answers carry no "contributed".
+	ClientReports ClientReports
+	// PatternSet is the pattern set /check scans tool sets with; it should
+	// be the crawl's. Optional; without it answers carry no patternScan.
+	PatternSet *scan.PatternSet
+	// ChecksPerMinute is the most checks one client may make in any minute;
+	// one more is answered 429 with Retry-After. 1..2^20, default 30.
+	ChecksPerMinute int
+	// ScansPerHour is the most fresh pattern scans (of a set not scanned
+	// before) one client's checks may start in any hour; beyond it a check
+	// is still answered, with patternScan "not-scanned". At most 2^20;
+	// default 20; negative: no fresh scans at all.
+	ScansPerHour int
+	// MaxCheckClients bounds the clients each /check limit tracks at once,
+	// 1..2^22. While every tracked client has checked within the limit's
+	// window, new clients share one bucket with the same limit, so a spray
+	// of addresses neither grows memory nor frees anyone of a limit. About
+	// 8 bytes per counted event and 150 per client. Default 50,000.
+	MaxCheckClients int
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client: from such a peer the rightmost hop outside these prefixes
+	// is the client. Default none: the connection's peer is the client.
+	TrustedProxies []netip.Prefix
 }
 
 // Bounds and defaults of Config.
@@ -95,6 +130,12 @@ const (
 	DefaultMaxInFlight = 64
 	MaxMaxInFlight     = 1 << 16
 	defaultHeaderMax   = 16 << 10
+
+	DefaultChecksPerMinute = 30
+	DefaultScansPerHour    = 20
+	DefaultMaxCheckClients = 50_000
+	maxCheckRate           = 1 << 20
+	maxCheckClients        = 1 << 22
 )
 
 // Validate fills in defaults and reports the first field that is wrong.
@@ -116,6 +157,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: MaxEntries %d is outside 1..%d", c.MaxEntries, MaxMaxEntries)
 	}
 	if err := c.checkLimits(); err != nil {
+		return err
+	}
+	if err := c.checkCheckLimits(); err != nil {
 		return err
 	}
 	return checkPublicURL(c.PublicURL)
@@ -159,6 +203,37 @@ func (c *Config) applyDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.applyCheckDefaults()
+}
+
+func (c *Config) applyCheckDefaults() {
+	if c.ChecksPerMinute == 0 {
+		c.ChecksPerMinute = DefaultChecksPerMinute
+	}
+	if c.ScansPerHour == 0 {
+		c.ScansPerHour = DefaultScansPerHour
+	}
+	if c.MaxCheckClients == 0 {
+		c.MaxCheckClients = DefaultMaxCheckClients
+	}
+}
+
+func (c *Config) checkCheckLimits() error {
+	if c.ChecksPerMinute < 1 || c.ChecksPerMinute > maxCheckRate {
+		return fmt.Errorf("config: ChecksPerMinute %d is outside 1..%d", c.ChecksPerMinute, maxCheckRate)
+	}
+	if c.ScansPerHour > maxCheckRate {
+		return fmt.Errorf("config: ScansPerHour %d is over %d", c.ScansPerHour, maxCheckRate)
+	}
+	if c.MaxCheckClients < 1 || c.MaxCheckClients > maxCheckClients {
+		return fmt.Errorf("config: MaxCheckClients %d is outside 1..%d", c.MaxCheckClients, maxCheckClients)
+	}
+	for _, p := range c.TrustedProxies {
+		if !p.IsValid() {
+			return errors.New("config: TrustedProxies holds an invalid prefix")
+		}
+	}
+	return nil
 }
 
 func (c *Config) checkLimits() error {

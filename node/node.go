@@ -106,8 +106,13 @@ func (n *Node) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("opening log: %w", err)
 	}
+	h := newAPI(l, n.id.issuerDoc, n.cfg)
+	if h.check, err = newChecker(n.cfg, n.id.logKey, n.id.did); err != nil {
+		l.Close()
+		return err
+	}
 	n.log = l
-	n.api.Store(newAPI(l, n.id.issuerDoc, n.cfg))
+	n.api.Store(h)
 	return nil
 }
 
