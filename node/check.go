@@ -16,7 +16,6 @@ import (
 
 	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/scan"
-	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/log/mtl"
 	"github.com/histor-observer/histor/node/ratelimit"
@@ -277,15 +276,4 @@ func (q *checkQuery) digestTools(tools []any) error {
 	// Normalize succeeded inside CanonicalToolSet, so it cannot fail here.
 	q.entries, _ = mtl.Normalize(tools)
 	return nil
-}
-
-// forbiddenIn reports the first word a rendered text may not use, for tests
-// and for the checker's own guard.
-func forbiddenIn(texts ...string) string {
-	for _, s := range texts {
-		if w := awr.ForbiddenWord(s); w != "" {
-			return w
-		}
-	}
-	return ""
 }
