@@ -75,7 +75,7 @@ func newChecker(cfg Config, key ed25519.PrivateKey, did string) (*checker, error
 		key: key, did: did, base: strings.TrimSuffix(cfg.PublicURL, "/"),
 		targets: cfg.CheckTargets, reports: cfg.ClientReports, patterns: cfg.PatternSet,
 		limits: scan.DefaultLimits, trusted: cfg.TrustedProxies, now: cfg.Now, logger: cfg.Logger,
-		slot: make(chan struct{}, 1), cache: newScanCache(maxCachedScans),
+		slot: make(chan struct{}, 1), cache: newScanCache(maxCachedScanBytes),
 	}
 	if c.now == nil {
 		c.now = time.Now

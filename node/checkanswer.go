@@ -78,8 +78,9 @@ func (c *checker) answer(q *checkQuery, client clientKey, lg Log) ([]byte, error
 	}
 	doc["match"] = match
 	doc["note"] = noteFor(match, t)
+	raw := map[string][]byte{}
 	if ps := c.patternScan(q, t, client, lg); ps != nil {
-		doc["patternScan"] = ps
+		raw["patternScan"] = ps
 	}
 	if head := lg.Latest(); head.Size > 0 {
 		doc["log"] = map[string]any{
@@ -87,7 +88,7 @@ func (c *checker) answer(q *checkQuery, client clientKey, lg Log) ([]byte, error
 			"timestamp": head.Time.UTC().Format(checkTimeLayout),
 		}
 	}
-	return c.sign(doc)
+	return c.sign(doc, raw)
 }
 
 // findTarget picks the target a query names, as HISTOR does: by endpoint
@@ -234,22 +235,58 @@ func observedMember(t *CheckTarget) map[string]any {
 	return m
 }
 
-// sign signs doc as a tree head is signed: Ed25519 over the RFC 8785 bytes
-// of every member but signature, then adds signature and returns the
-// canonical bytes of the whole answer.
-func (c *checker) sign(doc map[string]any) ([]byte, error) {
-	msg, err := canon.Encode(doc)
-	if err != nil {
-		return nil, fmt.Errorf("canonicalising check answer: %w", err)
+// sign signs the answer as a tree head is signed: Ed25519 over the RFC
+// 8785 bytes of every member but signature. doc holds the members to
+// encode, raw members already in canonical form (a cached scan). Each
+// member is encoded once; the signed bytes and the answer are two joins of
+// the same pieces, the answer with signature in its sorted place.
+func (c *checker) sign(doc map[string]any, raw map[string][]byte) ([]byte, error) {
+	ms := make([]encodedMember, 0, len(doc)+len(raw)+1)
+	size := 0
+	for k, v := range doc {
+		b, err := canon.Append(nil, v)
+		if err != nil {
+			return nil, fmt.Errorf("canonicalising check answer member %s: %w", k, err)
+		}
+		ms = append(ms, encodedMember{k, b})
+		size += len(k) + len(b) + 4
 	}
-	doc["signature"] = map[string]any{
+	for k, b := range raw {
+		ms = append(ms, encodedMember{k, b})
+		size += len(k) + len(b) + 4
+	}
+	slices.SortFunc(ms, func(a, b encodedMember) int { return canon.CompareUTF16(a.key, b.key) })
+	msg := joinMembers(make([]byte, 0, size+2), ms)
+	sig, err := canon.Append(nil, map[string]any{
 		"alg":                checkSignatureAlg,
 		"verificationMethod": awr.VerificationMethod(c.did),
 		"value":              base64.RawURLEncoding.EncodeToString(ed25519.Sign(c.key, msg)),
-	}
-	out, err := canon.Encode(doc)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("canonicalising signed check answer: %w", err)
+		return nil, fmt.Errorf("canonicalising check signature: %w", err)
 	}
-	return out, nil
+	at, _ := slices.BinarySearchFunc(ms, "signature", func(m encodedMember, k string) int { return canon.CompareUTF16(m.key, k) })
+	ms = slices.Insert(ms, at, encodedMember{"signature", sig})
+	return joinMembers(make([]byte, 0, len(msg)+len(sig)+16), ms), nil
+}
+
+// encodedMember is one member of an answer, its value in canonical form.
+type encodedMember struct {
+	key string
+	val []byte
+}
+
+// joinMembers writes an object of members already in canonical order.
+// The keys are this file's own ASCII names, so quoting them cannot fail.
+func joinMembers(dst []byte, ms []encodedMember) []byte {
+	dst = append(dst, '{')
+	for i, m := range ms {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst, _ = canon.Append(dst, m.key)
+		dst = append(dst, ':')
+		dst = append(dst, m.val...)
+	}
+	return append(dst, '}')
 }

@@ -13,9 +13,11 @@ import (
 // Bounds of the answer's pattern scan, HISTOR's.
 const (
 	maxCheckMatches = 200 // matches listed; the tier counts cover all of them
-	// maxCachedScans bounds the scan cache. Only sets the node observed are
-	// cached, so the crawl bounds what can enter it; this bounds the rest.
-	maxCachedScans = 4096
+	// maxCachedScanBytes bounds the scan cache. Only sets the node observed
+	// are cached, so the crawl bounds what can enter it; this bounds the
+	// memory (a scan listing 200 matches takes about 30 KB, a typical one
+	// well under 1 KB).
+	maxCachedScanBytes = 16 << 20
 )
 
 // Pattern-scan notes.
@@ -27,11 +29,11 @@ const (
 	noteNoBudget = "This client has used its fresh scans for now; try again in %s seconds."
 )
 
-// patternScan is the answer's patternScan: the pattern matches of the set
+// patternScan is the answer's patternScan, in canonical form: the pattern matches of the set
 // the client holds (its digest, or the target's current one when it sent
 // none), from the cache or scanned now. Never the matches of some other
 // set: tools that could not be digested get no patternScan at all.
-func (c *checker) patternScan(q *checkQuery, t *CheckTarget, client clientKey, lg Log) map[string]any {
+func (c *checker) patternScan(q *checkQuery, t *CheckTarget, client clientKey, lg Log) []byte {
 	if q.digestErr != nil || c.patterns == nil {
 		return nil
 	}
@@ -51,29 +53,29 @@ func (c *checker) patternScan(q *checkQuery, t *CheckTarget, client clientKey, l
 		// A set the node observed can be scanned from its evidence.
 		entries, observed = c.observedTools(lg, digest)
 		if entries == nil {
-			return map[string]any{"status": "not-scanned", "note": noteNoTools}
+			return encodeScan(map[string]any{"status": "not-scanned", "note": noteNoTools})
 		}
 	}
 	if c.scans == nil {
-		return map[string]any{"status": "not-scanned"}
+		return encodeScan(map[string]any{"status": "not-scanned"})
 	}
 	// Asked only now, so a check that needs no fresh scan spends no budget.
 	if ok, retry := c.scans.Allow(client); !ok {
-		return map[string]any{"status": "not-scanned", "note": fmt.Sprintf(noteNoBudget, retrySeconds(retry))}
+		return encodeScan(map[string]any{"status": "not-scanned", "note": fmt.Sprintf(noteNoBudget, retrySeconds(retry))})
 	}
 	select {
 	case c.slot <- struct{}{}:
 	default:
-		return map[string]any{"status": "busy", "note": noteBusy}
+		return encodeScan(map[string]any{"status": "busy", "note": noteBusy})
 	}
-	res := scanned(scan.ScanWith(c.patterns, entries, nil, c.limits), digest, ps)
+	res := encodeScan(scanned(scan.ScanWith(c.patterns, entries, nil, c.limits), digest, ps))
 	<-c.slot
 	if !observed {
 		_, observed = c.observedTools(lg, digest)
 	}
 	// Cached only for sets the node itself observed: a stranger's set is
 	// scanned for them and forgotten, so callers cannot grow the cache.
-	if observed {
+	if observed && res != nil {
 		c.cache.put(digest, ps, res)
 	}
 	return res
@@ -98,8 +100,18 @@ func (c *checker) observedTools(lg Log, digest string) ([]any, bool) {
 	return tools, true
 }
 
-// scanned renders a scan's result. The map is shared by every answer that
-// reads it from the cache, so nothing may change it after this.
+// encodeScan writes a patternScan member in canonical form. Its values are
+// this file's strings and numbers and the scanner's valid UTF-8, which
+// canon always encodes; nil (no member) if it ever could not.
+func encodeScan(m map[string]any) []byte {
+	b, err := canon.Encode(m)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// scanned renders a scan's result.
 func scanned(r scan.Result, digest, patternSet string) map[string]any {
 	var block, advise int64
 	for _, m := range r.Matches {
@@ -132,33 +144,45 @@ func scanned(r scan.Result, digest, patternSet string) map[string]any {
 	return out
 }
 
-// scanCache holds rendered scans of observed sets by (digest, pattern set).
+// scanCache holds encoded scans of observed sets by (digest, pattern set).
 // When full, an arbitrary entry makes room: every entry can be recomputed.
+// Entries are shared by every answer that reads them and never changed.
 type scanCache struct {
-	mu  sync.RWMutex
-	max int
-	m   map[[2]string]map[string]any // guarded by mu
+	mu    sync.RWMutex
+	max   int                  // bytes
+	bytes int                  // guarded by mu; the sum of len over m, never above max
+	m     map[[2]string][]byte // guarded by mu
 }
 
-func newScanCache(max int) *scanCache {
-	return &scanCache{max: max, m: make(map[[2]string]map[string]any)}
+func newScanCache(maxBytes int) *scanCache {
+	return &scanCache{max: maxBytes, m: make(map[[2]string][]byte)}
 }
 
-func (s *scanCache) get(digest, ps string) (map[string]any, bool) {
+func (s *scanCache) get(digest, ps string) ([]byte, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	r, ok := s.m[[2]string{digest, ps}]
 	return r, ok
 }
 
-func (s *scanCache) put(digest, ps string, r map[string]any) {
+func (s *scanCache) put(digest, ps string, r []byte) {
+	if len(r) > s.max {
+		return
+	}
+	k := [2]string{digest, ps}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.m) >= s.max {
-		for k := range s.m {
-			delete(s.m, k)
+	if old, ok := s.m[k]; ok {
+		s.bytes -= len(old)
+		delete(s.m, k)
+	}
+	for victim, b := range s.m {
+		if s.bytes+len(r) <= s.max {
 			break
 		}
+		s.bytes -= len(b)
+		delete(s.m, victim)
 	}
-	s.m[[2]string{digest, ps}] = r
+	s.m[k] = r
+	s.bytes += len(r)
 }

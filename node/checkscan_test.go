@@ -90,3 +90,20 @@ func TestCheckScanListsAtMost200(t *testing.T) {
 		t.Errorf("listed %d, truncated %v, block %v; want 200, 250, 250", len(ms), ps["truncated"], ps["block"])
 	}
 }
+
+func TestScanCacheBound(t *testing.T) {
+	c := newScanCache(100)
+	for i := range 50 {
+		c.put(fmt.Sprint(i), "ps", make([]byte, 30))
+		if c.bytes > 100 || len(c.m) > 3 {
+			t.Fatalf("after %d puts: %d bytes in %d entries, bound 100", i+1, c.bytes, len(c.m))
+		}
+		if _, ok := c.get(fmt.Sprint(i), "ps"); !ok {
+			t.Fatalf("entry %d missing right after put", i)
+		}
+	}
+	c.put("big", "ps", make([]byte, 101))
+	if _, ok := c.get("big", "ps"); ok {
+		t.Error("an entry over the whole bound was kept")
+	}
+}
