@@ -187,12 +187,10 @@ func noteFor(match string, t *CheckTarget) string {
 
 // member is the query as the answer repeats it.
 func (q *checkQuery) member() map[string]any {
-	m := map[string]any{}
-	for k, v := range map[string]string{"endpoint": q.endpoint, "name": q.name, "toolSetDigest": q.digest} {
-		if v != "" {
-			m[k] = v
-		}
-	}
+	m := make(map[string]any, 4)
+	putText(m, "endpoint", q.endpoint)
+	putText(m, "name", q.name)
+	putText(m, "toolSetDigest", q.digest)
 	if q.digestErr != nil {
 		m["digestError"] = q.digestErr
 	}
@@ -222,17 +220,25 @@ func observedMember(t *CheckTarget) map[string]any {
 	m := map[string]any{
 		"toolCount": int64(t.ToolCount), "observations": int64(t.Observations), "changes": int64(t.Changes),
 	}
-	for k, v := range map[string]string{"toolSetDigest": t.ToolSetDigest, "subjectDigest": t.SubjectDigest} {
-		if v != "" {
-			m[k] = v
-		}
-	}
-	for k, v := range map[string]time.Time{"firstPinned": t.FirstPinned, "unchangedSince": t.UnchangedSince, "lastObserved": t.LastObserved} {
-		if !v.IsZero() {
-			m[k] = v.UTC().Format(checkTimeLayout)
-		}
-	}
+	putText(m, "toolSetDigest", t.ToolSetDigest)
+	putText(m, "subjectDigest", t.SubjectDigest)
+	putTime(m, "firstPinned", t.FirstPinned)
+	putTime(m, "unchangedSince", t.UnchangedSince)
+	putTime(m, "lastObserved", t.LastObserved)
 	return m
+}
+
+// putText and putTime set a member only when it has a value.
+func putText(m map[string]any, k, v string) {
+	if v != "" {
+		m[k] = v
+	}
+}
+
+func putTime(m map[string]any, k string, v time.Time) {
+	if !v.IsZero() {
+		m[k] = v.UTC().Format(checkTimeLayout)
+	}
 }
 
 // sign signs the answer as a tree head is signed: Ed25519 over the RFC
@@ -242,19 +248,21 @@ func observedMember(t *CheckTarget) map[string]any {
 // the same pieces, the answer with signature in its sorted place.
 func (c *checker) sign(doc map[string]any, raw map[string][]byte) ([]byte, error) {
 	ms := make([]encodedMember, 0, len(doc)+len(raw)+1)
-	size := 0
+	vals := make([]byte, 0, 2048)
 	for k, v := range doc {
-		b, err := canon.Append(nil, v)
-		if err != nil {
+		start := len(vals)
+		var err error
+		if vals, err = canon.Append(vals, v); err != nil {
 			return nil, fmt.Errorf("canonicalising check answer member %s: %w", k, err)
 		}
-		ms = append(ms, encodedMember{k, b})
-		size += len(k) + len(b) + 4
+		ms = append(ms, encodedMember{k, vals[start:len(vals):len(vals)]})
 	}
+	size := len(vals)
 	for k, b := range raw {
 		ms = append(ms, encodedMember{k, b})
-		size += len(k) + len(b) + 4
+		size += len(b)
 	}
+	size += len(ms) * 24 // keys and punctuation
 	slices.SortFunc(ms, func(a, b encodedMember) int { return canon.CompareUTF16(a.key, b.key) })
 	msg := joinMembers(make([]byte, 0, size+2), ms)
 	sig, err := canon.Append(nil, map[string]any{
