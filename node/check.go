@@ -55,7 +55,7 @@ type checker struct {
 	now      func() time.Time
 	logger   *slog.Logger
 
-	checks      *ratelimit.Limiter[clientKey]
+	checks      *ratelimit.Limiter[clientKey] // nil: no limit
 	scans       *ratelimit.Limiter[clientKey] // nil: no fresh scans at all
 	contributed *ratelimit.Limiter[reportKey]
 	slot        chan struct{} // one fresh scan at a time for the whole node
@@ -84,8 +84,10 @@ func newChecker(cfg Config, key ed25519.PrivateKey, did string) (*checker, error
 	limit := func(n int, w time.Duration) ratelimit.Config {
 		return ratelimit.Config{Events: n, Window: w, MaxKeys: cfg.MaxCheckClients}
 	}
-	if c.checks, err = ratelimit.New[clientKey](limit(cfg.ChecksPerMinute, time.Minute)); err != nil {
-		return nil, fmt.Errorf("making check limiter: %w", err)
+	if cfg.ChecksPerMinute > 0 {
+		if c.checks, err = ratelimit.New[clientKey](limit(cfg.ChecksPerMinute, time.Minute)); err != nil {
+			return nil, fmt.Errorf("making check limiter: %w", err)
+		}
 	}
 	if cfg.ScansPerHour > 0 {
 		if c.scans, err = ratelimit.New[clientKey](limit(cfg.ScansPerHour, time.Hour)); err != nil {
@@ -134,7 +136,7 @@ func (c *checker) serve(a *api, w http.ResponseWriter, r *http.Request) {
 	client := keyOf(addr)
 	// Counted before the body is read: a flood of 2 MiB bodies costs the
 	// node one map lookup each.
-	if ok, retry := c.checks.Allow(client); !ok {
+	if ok, retry := c.allowCheck(client); !ok {
 		w.Header().Set("Retry-After", retrySeconds(retry))
 		a.fail(w, http.StatusTooManyRequests, "too many checks; slow down")
 		return
@@ -156,6 +158,14 @@ func (c *checker) serve(a *api, w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeBody(w, "application/json", doc)
+}
+
+// allowCheck counts one check against client's limit, if there is one.
+func (c *checker) allowCheck(client clientKey) (bool, time.Duration) {
+	if c.checks == nil {
+		return true, 0
+	}
+	return c.checks.Allow(client)
 }
 
 // retrySeconds is a Retry-After value: whole seconds, rounded up, at least 1.
