@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -116,6 +117,29 @@ type Config struct {
 	// 0, the default, never crawls on a schedule; the operator can still
 	// start a crawl (POST /api/v1/admin/crawl), and "histor crawl" runs one.
 	CrawlInterval time.Duration
+
+	// POST /api/v1/check. Limits count per client: an IPv4 address or an
+	// IPv6 /64, as TrustedProxies decides it.
+
+	// ChecksPerMinute is the most checks one client may make in any minute;
+	// one more is answered 429 with Retry-After. At most 2^20; default 30;
+	// negative: no limit (for benchmarks, or behind a proxy that limits).
+	ChecksPerMinute int
+	// ScansPerHour is the most fresh pattern scans (of a set not scanned
+	// before) one client's checks may start in any hour; beyond it a check
+	// is still answered, with patternScan "not-scanned". At most 2^20;
+	// default 20; negative: no fresh scans at all.
+	ScansPerHour int
+	// MaxCheckClients bounds the clients each /check limit tracks at once,
+	// 1..2^22. While every tracked client has checked within the limit's
+	// window, new clients share one bucket with the same limit, so a spray
+	// of addresses neither grows memory nor frees anyone of a limit. About
+	// 8 bytes per counted event and 150 per client. Default 50,000.
+	MaxCheckClients int
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client: from such a peer the rightmost hop outside these prefixes
+	// is the client. Default none: the connection's peer is the client.
+	TrustedProxies []netip.Prefix
 }
 
 // Bounds and defaults of Config.
@@ -133,7 +157,12 @@ const (
 	ProfileProd = "prod"
 	// MinProdOperatorToken is the shortest operator token a "prod" node
 	// accepts, as in HISTOR.
-	MinProdOperatorToken = 24
+	MinProdOperatorToken   = 24
+	DefaultChecksPerMinute = 30
+	DefaultScansPerHour    = 20
+	DefaultMaxCheckClients = 50_000
+	maxCheckRate           = 1 << 20
+	maxCheckClients        = 1 << 22
 )
 
 // Validate fills in defaults and reports the first field that is wrong.
@@ -161,6 +190,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.checkCrawl(); err != nil {
+		return err
+	}
+	if err := c.checkCheckLimits(); err != nil {
 		return err
 	}
 	return c.checkProfile()
@@ -218,6 +250,7 @@ func (c *Config) applyDefaults() {
 	if c.Crawl.Version == "" {
 		c.Crawl.Version = Version
 	}
+	c.applyCheckDefaults()
 }
 
 // checkCrawl validates the crawler's settings (filling in their defaults)
@@ -296,6 +329,36 @@ func checkPublicURL(s string) error {
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("config: PublicURL %q must be an absolute http(s) URL without user, query or fragment", s)
+	}
+	return nil
+}
+
+func (c *Config) applyCheckDefaults() {
+	if c.ChecksPerMinute == 0 {
+		c.ChecksPerMinute = DefaultChecksPerMinute
+	}
+	if c.ScansPerHour == 0 {
+		c.ScansPerHour = DefaultScansPerHour
+	}
+	if c.MaxCheckClients == 0 {
+		c.MaxCheckClients = DefaultMaxCheckClients
+	}
+}
+
+func (c *Config) checkCheckLimits() error {
+	if c.ChecksPerMinute > maxCheckRate {
+		return fmt.Errorf("config: ChecksPerMinute %d is over %d", c.ChecksPerMinute, maxCheckRate)
+	}
+	if c.ScansPerHour > maxCheckRate {
+		return fmt.Errorf("config: ScansPerHour %d is over %d", c.ScansPerHour, maxCheckRate)
+	}
+	if c.MaxCheckClients < 1 || c.MaxCheckClients > maxCheckClients {
+		return fmt.Errorf("config: MaxCheckClients %d is outside 1..%d", c.MaxCheckClients, maxCheckClients)
+	}
+	for _, p := range c.TrustedProxies {
+		if !p.IsValid() {
+			return errors.New("config: TrustedProxies holds an invalid prefix")
+		}
 	}
 	return nil
 }

@@ -44,6 +44,7 @@ var routeTable = []Route{
 		a.serveBadgeSVG(w, r, r.PathValue("target_id")+".svg")
 	}},
 	{Pattern: "/feed.xml", Methods: getOnly, serve: (*api).serveFeed},
+	{Pattern: "/api/v1/check", Methods: []string{http.MethodPost, http.MethodOptions}, serve: (*api).serveCheck},
 	{Pattern: "/api/v1/admin/crawl", Methods: []string{http.MethodPost}, serve: (*api).serveAdminCrawl},
 
 	{Pattern: "/log/checkpoint", Methods: getOnly, serve: (*api).serveCheckpoint},

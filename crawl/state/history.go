@@ -176,8 +176,10 @@ func reportKey(target, day, digest string) string {
 // AddClientReport adds one to the count of (target, digest, day). Nothing
 // else about the caller is kept.
 func (s *Store) AddClientReport(target, digest, day string) error {
-	if target == "" || digest == "" || len(day) != len("2006-01-02") || strings.Contains(target+digest, "/") {
-		return errors.New("storing client report: target, digest and day are required, without '/'")
+	// The digest is the key's last part and SRI base64 holds '/', so only the
+	// target and the day must be free of it.
+	if target == "" || digest == "" || len(day) != len("2006-01-02") || strings.Contains(target+day, "/") {
+		return errors.New("storing client report: target, digest and day are required; target and day without '/'")
 	}
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
