@@ -15,6 +15,8 @@ import (
 
 	"github.com/mmcdole/gofeed"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/registry/registrytest"
@@ -86,6 +88,7 @@ type observer struct {
 	t    *testing.T
 	base string
 	n    *node.Node
+	spec validator.Validator // the node's own /api/openapi.json; nil until the first check
 }
 
 const operatorToken = "an-operator-token-for-the-e2e-test"
@@ -170,7 +173,38 @@ func (o *observer) get(path string) []byte {
 	if w := awr.ForbiddenWord(string(body)); w != "" {
 		o.t.Errorf("GET %s says %q", path, w)
 	}
+	o.conforms(resp, body)
 	return body
+}
+
+// conforms checks an answer against the OpenAPI document the node serves,
+// with a validator not written here, so the document describes what the
+// node really answers.
+func (o *observer) conforms(resp *http.Response, body []byte) {
+	o.t.Helper()
+	if resp.Request.URL.Path == "/api/openapi.json" || resp.Request.URL.Path == "/metrics" {
+		return
+	}
+	if o.spec == nil {
+		doc, err := libopenapi.NewDocument(o.get("/api/openapi.json"))
+		if err != nil {
+			o.t.Fatal(err)
+		}
+		v, errs := validator.NewValidator(doc)
+		if len(errs) > 0 {
+			o.t.Fatal(errs)
+		}
+		o.spec = v
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if ok, errs := o.spec.ValidateHttpResponse(resp.Request, resp); !ok {
+		for _, e := range errs {
+			o.t.Errorf("%s %s: %s: %s", resp.Request.Method, resp.Request.URL.Path, e.Message, e.Reason)
+			for _, se := range e.SchemaValidationErrors {
+				o.t.Errorf("  at %s: %s", se.FieldPath, se.Reason)
+			}
+		}
+	}
 }
 
 func (o *observer) getJSON(path string, v any) {
@@ -193,6 +227,8 @@ func (o *observer) check(endpoint string, tools json.RawMessage) map[string]any 
 	if resp.StatusCode != http.StatusOK {
 		o.t.Fatalf("POST /api/v1/check: %d %s", resp.StatusCode, out)
 	}
+	resp.Request.Body = io.NopCloser(bytes.NewReader(body))
+	o.conforms(resp, out)
 	if w := awr.ForbiddenWord(string(out)); w != "" {
 		o.t.Errorf("/check says %q", w)
 	}
@@ -234,6 +270,11 @@ func TestObserverEndToEnd(t *testing.T) {
 	endpoint := weather.srv.URL + "/mcp"
 
 	id := serverID(t, o, "io.example/weather")
+	for _, p := range []string{"/health", "/api/v1/issuer", "/api/v1/log/sth", "/api/v1/log/entries", "/api/v1/servers",
+		"/api/v1/stats", "/api/v1/stats/hosts", "/api/v1/badges/log", "/api/v1/badges/pinned", "/api/v1/badges/changes",
+		"/api/v1/badges/sth", "/badge/" + id + ".svg", "/log/checkpoint", "/api/v1/log/proof/consistency?first=1&second=2"} {
+		o.get(p) // words and the OpenAPI document
+	}
 	checkChanges(t, o, id)
 	checkFeed(t, o)
 	checkTimeline(t, o, id)
