@@ -10,9 +10,9 @@ import (
 var ErrStale = errors.New("a larger checkpoint has been submitted already")
 
 // InconsistencyError says a witness found the checkpoint inconsistent with the one it
-// cosigned last: a consistency proof that does not verify (422), or a conflict that is
-// not about the old size (409 without text/x.tlog.size, as tlog-witness v1.0.0 answers
-// the same size with another root). Either the witness saw a different tree of this log
+// cosigned last: a consistency proof that does not verify (422), a conflict that is not
+// about the old size (409 without text/x.tlog.size, as tlog-witness v1.0.0 answers the
+// same size with another root), or a 409 naming a size beyond the checkpoint's. Either the witness saw a different tree of this log
 // or our proof is wrong; both need a person, so it is never retried. It keeps what was
 // sent, so the exchange can be replayed.
 type InconsistencyError struct {
@@ -31,8 +31,7 @@ func (e *InconsistencyError) Error() string {
 }
 
 // StatusError is a witness's refusal that retrying cannot change: 400, 403, 404, another
-// 4xx, a redirect, a second 409 with text/x.tlog.size, or a 409 naming a size larger than
-// the checkpoint's.
+// 4xx, a redirect, a second 409 with text/x.tlog.size, or one naming the size just sent.
 type StatusError struct {
 	Witness string
 	URL     string

@@ -76,8 +76,7 @@ func (sub *submission) run(ctx context.Context) (*format.Cosignature, error) {
 			}
 			followed = true
 		case a.status == http.StatusConflict || a.status == http.StatusUnprocessableEntity:
-			return nil, &InconsistencyError{Witness: sub.w.Cosigner.Name, URL: sub.w.URL, Status: a.status,
-				Body: clip.String(string(a.body), clipBody), Old: old, Proof: proof, Checkpoint: bytes.Clone(sub.raw)}
+			return nil, sub.inconsistency(a, old, proof)
 		default:
 			return nil, sub.statusError(a)
 		}
@@ -85,18 +84,27 @@ func (sub *submission) run(ctx context.Context) (*format.Cosignature, error) {
 }
 
 // follow takes a 409's size as the witness's, unless it is the second 409 of this
-// submission or beyond this checkpoint (the witness has cosigned a larger tree: only
-// a newer checkpoint can move it).
+// submission, or names the size just sent. A size beyond this checkpoint is an
+// inconsistency: the log never shrinks and submits its newest checkpoint, so the witness
+// holds a larger tree signed by the log's key that the log does not have.
 func (sub *submission) follow(a answer, old uint64, followed bool) error {
 	size, err := parseSize(a.body)
 	if err != nil {
 		return &AnswerError{Witness: sub.w.Cosigner.Name, URL: sub.w.URL, Reason: "409: " + err.Error()}
 	}
 	sub.w.acked = size
-	if followed || size == old || size > sub.c.Size {
+	switch {
+	case size > sub.c.Size:
+		return sub.inconsistency(a, old, nil)
+	case followed || size == old:
 		return sub.statusError(a)
 	}
 	return nil
+}
+
+func (sub *submission) inconsistency(a answer, old uint64, proof [][32]byte) error {
+	return &InconsistencyError{Witness: sub.w.Cosigner.Name, URL: sub.w.URL, Status: a.status,
+		Body: clip.String(string(a.body), clipBody), Old: old, Proof: proof, Checkpoint: bytes.Clone(sub.raw)}
 }
 
 // parseSize reads a text/x.tlog.size body: a canonical decimal and a newline.

@@ -195,7 +195,8 @@ type Outcome struct {
 }
 
 // Submit submits a checkpoint signed by the log to every witness in parallel and waits
-// for them all (bounded by Timeout, Attempts and the backoff). It returns an error only
+// for them all (bounded by Timeout, Attempts and the backoff). Submissions to one witness
+// run one at a time, so a newer checkpoint waits for an older one's to end. It returns an error only
 // wrapping every witness's failure (errors.As finds the typed ones) or for a checkpoint
 // it will not submit: one the log's key does not verify, one smaller than a checkpoint
 // already submitted (ErrStale), or one of the same size with another root (a

@@ -101,7 +101,7 @@ func TestSubmitRefusals(t *testing.T) {
 		{"409 without size type", []func(http.ResponseWriter, *http.Request){status(409, "3\n", "text/plain")}, 1, &inc},
 		{"409 twice", []func(http.ResponseWriter, *http.Request){size("2\n"), size("3\n")}, 2, &st},
 		{"409 at the old size", []func(http.ResponseWriter, *http.Request){size("0\n")}, 1, &st},
-		{"409 beyond the checkpoint", []func(http.ResponseWriter, *http.Request){size("99\n")}, 1, &st},
+		{"409 beyond the checkpoint", []func(http.ResponseWriter, *http.Request){size("99\n")}, 1, &inc},
 		{"409 size not canonical", []func(http.ResponseWriter, *http.Request){size("03\n")}, 1, &ans},
 		{"409 size without newline", []func(http.ResponseWriter, *http.Request){size("3")}, 1, &ans},
 		{"400", []func(http.ResponseWriter, *http.Request){status(400, "no\n", "text/plain")}, 1, &st},

@@ -48,6 +48,8 @@ func submissionPrefix(s string) (string, error) {
 		return "", errors.New("URL is not an absolute http or https URL")
 	case u.User != nil, u.RawQuery != "", u.ForceQuery, u.Fragment != "", strings.Contains(s, "#"):
 		return "", errors.New("URL has a user, query or fragment")
+	case strings.Contains(u.Path, "//"):
+		return "", errors.New("URL path has an empty segment")
 	case u.String() != s:
 		return "", fmt.Errorf("URL is not in its canonical form %q", u.String())
 	}

@@ -235,3 +235,26 @@ func TestLoopback(t *testing.T) {
 		t.Errorf("%d connections for 3 witnesses: keep-alive not used", n)
 	}
 }
+
+func FuzzParseWitness(f *testing.F) {
+	vk := newTestWitness(1).vkey(f)
+	f.Add("https://w.test/prefix=" + vk)
+	f.Add("http://127.0.0.1:7380/=" + vk)
+	f.Add("https://w.test/a=b/c?d#e=" + vk)
+	f.Add("https://w.test//=" + vk)
+	f.Fuzz(func(t *testing.T, s string) {
+		w, err := submit.ParseWitness(s)
+		if err != nil {
+			return
+		}
+		// What parses is its URL (less a final slash), "=", and a vkey.
+		vkey := s[strings.LastIndexByte(s, '=')+1:]
+		if s != w.URL+"="+vkey && s != w.URL+"/="+vkey {
+			t.Fatalf("%q parsed as %q", s, w.URL)
+		}
+		again, err := submit.ParseWitness(w.URL + "=" + vkey)
+		if err != nil || again.URL != w.URL || again.Cosigner.Name != w.Cosigner.Name {
+			t.Fatalf("round trip of %q: %+v, %v", s, again, err)
+		}
+	})
+}
