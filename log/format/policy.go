@@ -93,24 +93,7 @@ func ParsePolicy(text []byte) (*Policy, error) {
 		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
 			continue
 		}
-		var err error
-		switch f[0] {
-		case "log":
-			err = p.addLog(f[1:])
-		case "witness":
-			err = p.addWitness(f[1:])
-		case "group":
-			err = p.addGroup(f[1:])
-		case "quorum":
-			if quorumSeen {
-				err = errors.New("a second quorum line")
-			} else {
-				quorumSeen, err = true, p.setQuorum(f[1:])
-			}
-		default:
-			err = fmt.Errorf("unknown directive %q", f[0])
-		}
-		if err != nil {
+		if err := p.directive(f, &quorumSeen); err != nil {
 			return nil, fmt.Errorf("parsing policy: line %d: %w", i+1, err)
 		}
 	}
@@ -118,6 +101,25 @@ func ParsePolicy(text []byte) (*Policy, error) {
 		return nil, errors.New("parsing policy: no quorum line")
 	}
 	return p, nil
+}
+
+// directive adds one line's directive, its fields f.
+func (p *Policy) directive(f []string, quorumSeen *bool) error {
+	switch f[0] {
+	case "log":
+		return p.addLog(f[1:])
+	case "witness":
+		return p.addWitness(f[1:])
+	case "group":
+		return p.addGroup(f[1:])
+	case "quorum":
+		if *quorumSeen {
+			return errors.New("a second quorum line")
+		}
+		*quorumSeen = true
+		return p.setQuorum(f[1:])
+	}
+	return fmt.Errorf("unknown directive %q", f[0])
 }
 
 // policyChars allows what the spec allows: 0x09, 0x0A, 0x20–0x7E, 0x80–0xFF.
