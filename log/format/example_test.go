@@ -1,10 +1,13 @@
 package format_test
 
 import (
+	"bytes"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 
 	"github.com/histor-observer/histor/log/format"
+	"github.com/histor-observer/histor/log/keys"
 )
 
 func ExampleParseCosignature() {
@@ -29,4 +32,23 @@ func ExampleCheckConsistency() {
 		fmt.Printf("%s / %s\n", inc.Smaller.Raw, inc.Larger.Raw)
 	}
 	// Output: kept note / served note
+}
+
+func ExamplePolicy_Check() {
+	// Two witnesses, either of which is enough (keys made here from fixed seeds).
+	pub := func(b byte) ed25519.PublicKey {
+		return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{b}, 32)).Public().(ed25519.PublicKey)
+	}
+	a, _ := keys.CosignatureVerifierKey("a.example/w", pub(1))
+	b, _ := keys.CosignatureVerifierKey("b.example/w", pub(2))
+	p, err := format.ParsePolicy([]byte("witness A " + a + "\nwitness B " + b + "\ngroup AB any A B\nquorum AB\n"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c := format.Checkpoint{Origin: "log.example/log", Size: 1, Root: format.LeafHash([]byte("x"))}
+	s, _ := format.SignCosignature("b.example/w", ed25519.NewKeyFromSeed(bytes.Repeat([]byte{2}, 32)), c, 1700000000)
+	cosigned, met := p.Check(c, []format.Cosignature{s})
+	fmt.Println(p.Quorum, cosigned, met)
+	// Output: AB [B] true
 }
