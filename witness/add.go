@@ -157,6 +157,8 @@ func (w *Witness) judge(l *witnessedLog, req Request, c format.Checkpoint, st st
 		return inconsistent("a checkpoint of size 0 with a root other than the empty tree's"), nil, nil
 	case req.Old == 0 && len(req.Proof) > 0:
 		return inconsistent("a consistency proof from size 0"), nil, nil
+	case req.Old == c.Size && len(req.Proof) > 0:
+		return inconsistent("a consistency proof between equal sizes"), nil, nil
 	case req.Old == c.Size && c.Root != st.root:
 		return inconsistent(fmt.Sprintf("size %d cosigned already with another root", c.Size)), fork, nil
 	case req.Old == c.Size || req.Old == 0:
