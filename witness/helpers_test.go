@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -239,4 +240,12 @@ func metricSum(t testing.TB, reg *prometheus.Registry, name string, want ...stri
 		}
 	}
 	return sum
+}
+
+// requestLocked is request for concurrent callers: the tree is grown already, but x/mod's
+// prover and signer are called under mu to keep the test log's own state simple.
+func (l *testLog) requestLocked(mu *sync.Mutex, t testing.TB, m, n int64) []byte {
+	mu.Lock()
+	defer mu.Unlock()
+	return l.request(t, m, n)
 }

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,8 +56,12 @@ type Config struct {
 	OnEvidence func(Evidence)
 }
 
-// ErrClosed is returned by every call after Close.
-var ErrClosed = errors.New("witness closed")
+var (
+	// ErrClosed is returned by every call after Close.
+	ErrClosed = errors.New("witness closed")
+	// ErrStopped wraps every write after a failed one, until the witness is reopened.
+	ErrStopped = errors.New("witness stopped after a failed write")
+)
 
 // Witness is an open witness. It is safe for concurrent use.
 type Witness struct {
@@ -77,6 +82,11 @@ type Witness struct {
 	dbMu   sync.RWMutex
 	db     kv
 	closed bool // guarded by dbMu
+	// stopped holds the first failed write's error. After it the witness writes nothing
+	// more until it is reopened: the store cannot say how much of a failed batch reached the
+	// disk, and a later synced write proves nothing about an earlier one that failed, so
+	// cosigning on top could be undone by a crash.
+	stopped atomic.Pointer[error]
 
 	// evidenceMu makes "not held yet, so store it" one step, so a bundle two origins' turns
 	// (or a submission and a peer) bring at once is stored and announced once.
@@ -249,7 +259,14 @@ func (w *Witness) commit(pairs ...kvPair) error {
 	if w.closed {
 		return ErrClosed
 	}
-	return w.db.commit(pairs)
+	if first := w.stopped.Load(); first != nil {
+		return fmt.Errorf("%w: %w", ErrStopped, *first)
+	}
+	if err := w.db.commit(pairs); err != nil {
+		w.stopped.CompareAndSwap(nil, &err)
+		return err
+	}
+	return nil
 }
 
 func (w *Witness) scan(prefix []byte, fn func(key, value []byte) error) error {

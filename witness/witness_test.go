@@ -100,6 +100,12 @@ func TestStatusCodes(t *testing.T) {
 			}
 		})
 	}
+	for result, want := range map[string]float64{"malformed": 11, "bad_signature": 2, "unknown_log": 1,
+		"conflict": 2, "inconsistent": 4, "cosigned": 3, "error": 0} {
+		if got := metricSum(t, tw.reg, "histor_witness_add_checkpoint_requests_total", "result", result); got != want {
+			t.Errorf("requests with result %s: %v, want %v", result, got, want)
+		}
+	}
 	// A fresh witness: the empty tree, then the spec's two checks about size 0.
 	fresh := newWitness(t, l)
 	for _, c := range []struct {
@@ -285,7 +291,8 @@ func TestStateSurvivesReopen(t *testing.T) {
 }
 
 // TestFailedWriteShowsNoCosignature: the cosignature is made before the write, but shown only
-// after it; when the write fails the answer is 500 and the state is as before.
+// after it; when the write fails the answer is 500, and the witness writes nothing more until
+// it is reopened, when the state is the one before the failed write.
 func TestFailedWriteShowsNoCosignature(t *testing.T) {
 	l := newTestLog(t, "example.test/log")
 	tw := newWitness(t, l)
@@ -302,11 +309,19 @@ func TestFailedWriteShowsNoCosignature(t *testing.T) {
 		t.Fatalf("state %d after a failed write", st.Size)
 	}
 	heal()
+	res, err = tw.AddCheckpoint(context.Background(), l.request(t, 4, 9))
+	if !errors.Is(err, witness.ErrStopped) || res.Status != 500 {
+		t.Fatalf("after a failed write: %d %v", res.Status, err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tw = openWitness(t, tw.dir, l)
 	if res := tw.submit(t, l.request(t, 9, 12)); res.Status != 409 || string(res.Body) != "4\n" {
 		t.Fatalf("the failed size counted: %d %q", res.Status, res.Body)
 	}
 	tw.mustCosign(t, l.request(t, 4, 9))
-	if got := metricSum(t, tw.reg, "histor_witness_cosignatures_total"); got != 2 {
+	if got := metricSum(t, tw.reg, "histor_witness_cosignatures_total"); got != 1 {
 		t.Fatalf("cosignatures_total %v", got)
 	}
 }
@@ -348,6 +363,54 @@ func TestRacingSubmissions(t *testing.T) {
 			t.Fatalf("round %d: state %d, winner %d", round, st.Size, won)
 		}
 		size = won
+	}
+}
+
+// TestConcurrentClients: clients that follow the spec's protocol (start from old 0, take the
+// size a 409 gives) push one log's heads at once. Every size is cosigned at most once and the
+// state ends at the largest cosigned: the state only ever grew.
+func TestConcurrentClients(t *testing.T) {
+	l := newTestLog(t, "example.test/log")
+	l.growTo(t, 64)
+	tw := newWitness(t, l)
+	var mu sync.Mutex
+	cosigned := map[int64]int{}
+	var wg sync.WaitGroup
+	for c := int64(0); c < 4; c++ {
+		wg.Go(func() {
+			known := int64(0)
+			for target := c + 1; target <= 64; target += 4 {
+				for known < target {
+					res, err := tw.AddCheckpoint(context.Background(), l.requestLocked(&mu, t, known, target))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if res.Status == 200 {
+						mu.Lock()
+						cosigned[target]++
+						mu.Unlock()
+						known = target
+					} else if res.Status == 409 {
+						fmt.Sscan(string(res.Body), &known)
+					} else {
+						t.Errorf("client %d, %d→%d: %d %s", c, known, target, res.Status, res.Reason)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	largest := int64(0)
+	for size, n := range cosigned {
+		if n != 1 {
+			t.Errorf("size %d cosigned %d times", size, n)
+		}
+		largest = max(largest, size)
+	}
+	if st, _, _ := tw.Latest(l.origin); int64(st.Size) != largest || largest == 0 {
+		t.Fatalf("state %d, largest cosigned %d", st.Size, largest)
 	}
 }
 
