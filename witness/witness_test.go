@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/witness"
 )
@@ -94,6 +95,9 @@ func TestStatusCodes(t *testing.T) {
 			}
 			if c.answer != "" && string(res.Body) != c.answer {
 				t.Fatalf("body %q, want %q", res.Body, c.answer)
+			}
+			if w := awr.ForbiddenWord(string(res.Body)); w != "" {
+				t.Fatalf("answer %q says %q", res.Body, w)
 			}
 			if got := strings.Contains(string(res.Body), "\u2014"); got != (c.status == 200) {
 				t.Fatalf("signature line in a %d answer: %q", c.status, res.Body)
