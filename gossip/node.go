@@ -128,6 +128,10 @@ func (n *Node) Start(ctx context.Context) error {
 		n.wake[ai.ID] = make(chan struct{}, 1)
 	}
 	for id, w := range n.wake {
+		if n.host.Network().Connectedness(id) == network.Connected {
+			// Connected before Notify was registered: no event will come for it.
+			n.goLoop(func() { n.pull(id) })
+		}
 		n.goLoop(func() { n.keepConnected(id, w) })
 	}
 	n.goLoop(n.republishLoop)
@@ -205,25 +209,45 @@ func (n *Node) disconnected(_ network.Network, c network.Conn) {
 	}
 }
 
-// pull learns a peer's descriptor if it is not held yet, then its latest head.
+// pull fetches a connected peer's latest head, retrying with backoff while the peer stays
+// connected: a peer that is still starting does not serve the protocol yet.
 func (n *Node) pull(id peer.ID) {
+	backoff := n.cfg.ReconnectMin
+	for {
+		err := n.pullOnce(id)
+		var se *StatusError
+		if err == nil || errors.As(err, &se) && se.Status == 404 {
+			return
+		}
+		n.metrics.pull("failed")
+		n.log.Debug("pulling latest head", "peer", id, "err", err, "retry in", backoff)
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		if n.host.Network().Connectedness(id) != network.Connected {
+			return // the next connection pulls again
+		}
+		backoff = min(2*backoff, n.cfg.ReconnectMax)
+	}
+}
+
+// pullOnce learns a peer's descriptor if it is not held yet, then checks its latest head as
+// the head topic's validator would.
+func (n *Node) pullOnce(id peer.ID) error {
 	if !n.members.hasDescriptor(id) {
 		raw, err := n.request(n.ctx, id, ProtoDescriptor, nil, format.MaxObserverBytes)
-		if err == nil {
-			err = n.members.learnDescriptor(id, raw)
-		}
 		if err != nil {
-			n.log.Info("fetching observer descriptor", "peer", id, "err", err)
+			return err
+		}
+		if err := n.members.learnDescriptor(id, raw); err != nil {
+			n.log.Warn("peer served a descriptor we refuse", "peer", id, "err", err)
 		}
 	}
 	body, err := n.request(n.ctx, id, ProtoHead, nil, wire.MaxHeadBytes)
 	if err != nil {
-		n.metrics.pull("failed")
-		var se *StatusError
-		if !errors.As(err, &se) || se.Status != 404 {
-			n.log.Info("pulling latest head", "peer", id, "err", err)
-		}
-		return
+		return err
 	}
 	res, hd := n.checkHead(body)
 	n.metrics.message("pull", res.v)
@@ -234,6 +258,7 @@ func (n *Node) pull(id peer.ID) {
 	if hd != nil {
 		n.report(func() { n.cfg.OnHead(hd) }, n.cfg.OnHead != nil)
 	}
+	return nil
 }
 
 // report runs a callback if it is set.

@@ -74,7 +74,7 @@ func (n *Node) read(sub *pubsub.Subscription) {
 		if err != nil {
 			return
 		}
-		if m.Local {
+		if m.ReceivedFrom == n.host.ID() {
 			continue
 		}
 		switch v := m.ValidatorData.(type) {
@@ -161,6 +161,7 @@ func (n *Node) scoreParams(topics []string) *pubsub.PeerScoreParams {
 		p.Topics[t] = &pubsub.TopicScoreParams{
 			SkipAtomicValidation:           true,
 			TopicWeight:                    1,
+			TimeInMeshQuantum:              time.Second, // unweighted, but pubsub divides by it
 			InvalidMessageDeliveriesWeight: -1000,
 			InvalidMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(time.Hour),
 		}

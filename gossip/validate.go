@@ -139,11 +139,11 @@ func (n *Node) checkEvidence(msg []byte) result {
 	return accept
 }
 
-// validator wraps a check as a pubsub validator: own messages pass (they were checked when
-// made), a panic is an Ignore, and each verdict is counted.
+// validator wraps a check as a pubsub validator: own publishes pass (they were checked when
+// made; pubsub's Message.Local means something else, a publication kept in-process), a panic is an Ignore, and each verdict is counted.
 func (n *Node) validator(topic string, check func([]byte) (result, any)) pubsub.ValidatorEx {
 	return func(_ context.Context, from peer.ID, m *pubsub.Message) (res pubsub.ValidationResult) {
-		if m.Local {
+		if from == n.host.ID() {
 			return pubsub.ValidationAccept
 		}
 		defer func() {
