@@ -103,6 +103,9 @@ func verifyCheckpoint(cpNote []byte, pub ed25519.PublicKey, origin string, witne
 	if err != nil {
 		return cp, nil, err
 	}
+	if len(witnesses) == 0 {
+		return cp, nil, nil
+	}
 	list := []note.Verifier{v}
 	for _, w := range witnesses {
 		list = append(list, w.Verifier())

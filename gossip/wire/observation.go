@@ -239,6 +239,11 @@ func VerifyObservation(msg []byte, pub ed25519.PublicKey, origin string) (*Obser
 	if len(n.Sigs) != 1 || len(n.UnverifiedSigs) != 0 {
 		return nil, errors.New("verifying observation: want exactly the observer's signature")
 	}
+	// One message, one spelling: refuse stray bits in the signature's base64.
+	if b, err := base64.StdEncoding.Strict().DecodeString(n.Sigs[0].Base64); err != nil ||
+		base64.StdEncoding.EncodeToString(b) != n.Sigs[0].Base64 {
+		return nil, errors.New("verifying observation: signature is not canonical base64")
+	}
 	o.Origin, o.Raw = n.Sigs[0].Name, msg
 	return o, nil
 }
