@@ -1,0 +1,143 @@
+package gossip
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/protocol"
+)
+
+func TestConverge(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	for i, o := range c.obs {
+		c.logs[i].set(o.head(t, uint64(i+1), 0))
+	}
+	c.start(t)
+	// Every node pulls every peer's head on connect.
+	for i, nd := range c.nodes {
+		for j, o := range c.obs {
+			if i != j {
+				eventually(t, "pulled heads", 10*time.Second, func() bool { return sees(nd, o, uint64(j+1)) })
+			}
+		}
+	}
+	// A new head reaches the others by gossip.
+	c.logs[0].set(c.obs[0].head(t, 10, 0))
+	eventually(t, "gossiped head", 10*time.Second, func() bool {
+		if err := c.nodes[0].PublishHead(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return sees(c.nodes[1], c.obs[0], 10) && sees(c.nodes[2], c.obs[0], 10)
+	})
+}
+
+// TestPartitionHeals: a head published while a node was cut off reaches it after the link
+// comes back, by the pull on reconnect alone (republishing is off: one hour).
+func TestPartitionHeals(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	for i, o := range c.obs {
+		c.logs[i].set(o.head(t, 1, 0))
+	}
+	c.start(t)
+	eventually(t, "first heads", 10*time.Second, func() bool { return sees(c.nodes[2], c.obs[0], 1) })
+	cut := func(a, b int) {
+		if err := c.mn.UnlinkPeers(c.hosts[a].ID(), c.hosts[b].ID()); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.mn.DisconnectPeers(c.hosts[a].ID(), c.hosts[b].ID()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cut(2, 0)
+	cut(2, 1)
+	c.logs[0].set(c.obs[0].head(t, 5, 0))
+	eventually(t, "gossip on the connected side", 10*time.Second, func() bool {
+		c.nodes[0].PublishHead(context.Background())
+		return sees(c.nodes[1], c.obs[0], 5)
+	})
+	if sees(c.nodes[2], c.obs[0], 5) {
+		t.Fatal("the cut-off node got the head across the partition")
+	}
+	for _, p := range []int{0, 1} {
+		if _, err := c.mn.LinkPeers(c.hosts[2].ID(), c.hosts[p].ID()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "healed head", 10*time.Second, func() bool { return sees(c.nodes[2], c.obs[0], 5) })
+}
+
+// TestProtocols runs each request/response protocol against the fake log.
+func TestProtocols(t *testing.T) {
+	c := newCluster(t, 2, func(i int, cfg *Config) {
+		cfg.AddCheckpoint = func(_ context.Context, did string, req []byte) (int, []byte) {
+			return 409, append([]byte(did+" "), req...)
+		}
+	})
+	c.logs[1].set(c.obs[1].head(t, 3, 0))
+	c.start(t)
+	ctx := context.Background()
+	a, peerDID := c.nodes[0], c.obs[1].did
+	eventually(t, "connection", 10*time.Second, func() bool { return len(c.hosts[0].Network().Peers()) == 1 })
+	h, err := a.LatestHead(ctx, peerDID)
+	if err != nil || h.STH.TreeSize != 3 {
+		t.Fatalf("LatestHead = %v, %v", h, err)
+	}
+	p, err := a.ConsistencyProof(ctx, peerDID, 2, 3)
+	if err != nil || len(p) != 2 || p[0][0] != 2 || p[1][0] != 3 {
+		t.Errorf("ConsistencyProof = %v, %v", p, err)
+	}
+	var se *StatusError
+	if _, err := a.ConsistencyProof(ctx, peerDID, 2, 101); !errors.As(err, &se) || se.Status != 404 {
+		t.Errorf("proof beyond the log: %v, want 404", err)
+	}
+	if _, err := a.ConsistencyProof(ctx, peerDID, 3, 2); !errors.As(err, &se) || se.Status != 400 {
+		t.Errorf("reversed sizes: %v, want 400", err)
+	}
+	if p, err := a.InclusionProof(ctx, peerDID, 1, 3); err != nil || len(p) != 1 || p[0][0] != 1 {
+		t.Errorf("InclusionProof = %v, %v", p, err)
+	}
+	if i, label, err := a.Label(ctx, peerDID, "urn:uuid:1"); err != nil || i != 7 || string(label) != `{"id":"urn:uuid:1"}` {
+		t.Errorf("Label = %d, %q, %v", i, label, err)
+	}
+	if _, _, err := a.Label(ctx, peerDID, "urn:uuid:2"); !errors.As(err, &se) || se.Status != 404 {
+		t.Errorf("missing label: %v, want 404", err)
+	}
+	status, body, err := a.AddCheckpoint(ctx, peerDID, []byte("old 1\n"))
+	if err != nil || status != 409 || string(body) != c.obs[0].did+" old 1\n" {
+		t.Errorf("AddCheckpoint = %d, %q, %v", status, body, err)
+	}
+	if _, err := a.LatestHead(ctx, "did:key:z6MkehRgf7yJbgaGfYsdoAsKdBPE3dj2CYhowQdcjqSJgvVd"); err == nil {
+		t.Error("LatestHead of a non-peer succeeded")
+	}
+}
+
+// TestOutsiderRefused: a host that is no federation peer gets no answer from any protocol,
+// even where no gater runs (mocknet).
+func TestOutsiderRefused(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	c.logs[0].set(c.obs[0].head(t, 1, 0))
+	c.start(t)
+	stranger := newObserver(t, 9)
+	sh := mockHost(t, c.mn, stranger, 9)
+	if _, err := c.mn.LinkPeers(sh.ID(), c.hosts[0].ID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.mn.ConnectPeers(sh.ID(), c.hosts[0].ID()); err != nil {
+		t.Fatal(err)
+	}
+	for _, proto := range []protocol.ID{ProtoHead, ProtoDescriptor, ProtoConsistency, ProtoLabel} {
+		s, err := sh.NewStream(context.Background(), c.hosts[0].ID(), proto)
+		if err != nil {
+			continue
+		}
+		s.Write([]byte("1 2\n"))
+		s.CloseWrite()
+		b, err := io.ReadAll(s)
+		if err == nil || len(b) > 0 {
+			t.Errorf("%s answered a stranger: %q, %v", proto, b, err)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package gossip
+
+import (
+	"fmt"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the histor_gossip_* series; a nil *metrics records nothing.
+type metrics struct {
+	messages *prometheus.CounterVec
+	pulls    *prometheus.CounterVec
+	requests *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	m := &metrics{
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "histor_gossip_messages_total",
+			Help: "Gossip messages validated, by topic and verdict (accept, reject, ignore).",
+		}, []string{"topic", "verdict"}),
+		pulls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "histor_gossip_head_pulls_total",
+			Help: "Latest-head pulls from federation peers, by outcome.",
+		}, []string{"outcome"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "histor_gossip_requests_total",
+			Help: "Request/response exchanges served, by protocol and status.",
+		}, []string{"protocol", "status"}),
+	}
+	for _, c := range []prometheus.Collector{m.messages, m.pulls, m.requests} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering gossip metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) message(topic string, v pubsub.ValidationResult) {
+	if m == nil {
+		return
+	}
+	verdict := map[pubsub.ValidationResult]string{
+		pubsub.ValidationAccept: "accept", pubsub.ValidationReject: "reject", pubsub.ValidationIgnore: "ignore",
+	}[v]
+	m.messages.WithLabelValues(topic, verdict).Inc()
+}
+
+func (m *metrics) pull(outcome string) {
+	if m != nil {
+		m.pulls.WithLabelValues(outcome).Inc()
+	}
+}
+
+func (m *metrics) request(proto string, status int) {
+	if m != nil {
+		m.requests.WithLabelValues(proto, fmt.Sprint(status)).Inc()
+	}
+}
