@@ -1,0 +1,157 @@
+package peers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/histor-observer/histor/log/canon"
+)
+
+const timeLayout = "2006-01-02T15:04:05Z" // HISTOR's: UTC, whole seconds
+
+// Observer is one entry of observers[]: what one observer saw of a server, where its label
+// sits in that observer's log, and everything needed to prove it again offline with the
+// observer's did:key alone: its signed observation digest, the label (the log entry), the
+// inclusion proof and the observer's signed head the proof is for.
+type Observer struct {
+	DID        string `json:"did"`
+	Self       bool   `json:"self,omitempty"` // this node's own observation
+	Endpoint   string `json:"endpoint,omitempty"`
+	Package    string `json:"package,omitempty"`
+	Digest     string `json:"digest,omitempty"` // set, or Status
+	Status     string `json:"status,omitempty"`
+	ObservedAt string `json:"observedAt"`
+	LabelID    string `json:"labelId"`
+	LeafIndex  uint64 `json:"leafIndex"`
+	HeadSize   uint64 `json:"headSize"`
+	// Observation is the signed observation digest (a signed note).
+	Observation string `json:"observation"`
+	// Label is the label as the log holds it; its RFC 8785 bytes are the leaf.
+	Label json.RawMessage `json:"label"`
+	// InclusionProof is the RFC 9162 proof of LeafIndex under Head, hex.
+	InclusionProof []string `json:"inclusionProof"`
+	// Head is the observer's signed histor.sth/v1 head of size HeadSize.
+	Head json.RawMessage `json:"head"`
+}
+
+// Agreement decides the agreement over the kept observations of server.
+func (s *Store) Agreement(server string) Agreement { return agree(s.kept(server)) }
+
+// Split reports whether the observers of server are in a split view, for
+// /api/v1/servers?state=split.
+func (s *Store) Split(server string) bool { return s.Agreement(server).Status == Split }
+
+// SplitServers lists the server ids in a split view, sorted.
+func (s *Store) SplitServers() []string {
+	s.mu.RLock()
+	ids := make([]string, 0, len(s.servers))
+	for id := range s.servers {
+		ids = append(ids, id)
+	}
+	s.mu.RUnlock()
+	ids = slices.DeleteFunc(ids, func(id string) bool { return !s.Split(id) })
+	slices.Sort(ids)
+	return ids
+}
+
+// Observers returns the kept observations of server with their proofs, sorted by did:key;
+// an empty slice (not nil) when there are none.
+func (s *Store) Observers(server string) ([]Observer, error) {
+	kept := s.kept(server)
+	out := make([]Observer, 0, len(kept))
+	for _, k := range kept {
+		o, err := s.observer(server, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func (s *Store) observer(server string, k summary) (Observer, error) {
+	v, closer, err := s.db.Get(recordKey(server, k.Observer))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return Observer{}, fmt.Errorf("reading peer observation of %s by %s: not stored", server, k.Observer)
+	}
+	if err != nil {
+		return Observer{}, fmt.Errorf("reading peer observation: %w", err)
+	}
+	defer closer.Close()
+	var r record
+	if err := json.Unmarshal(v, &r); err != nil {
+		return Observer{}, fmt.Errorf("decoding peer observation: %w", err)
+	}
+	return Observer{
+		DID: k.Observer, Self: k.Observer == s.cfg.Self, Endpoint: k.Endpoint, Package: k.Package,
+		Digest: k.Digest, Status: k.Status, ObservedAt: k.ObservedAt.UTC().Format(timeLayout),
+		LabelID: k.LabelID, LeafIndex: k.LeafIndex, HeadSize: k.HeadSize,
+		Observation: r.Observation, Label: r.Label, InclusionProof: nonNil(r.Proof), Head: json.RawMessage(r.Head),
+	}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Members returns the two members /check and /api/v1/servers/<id> add for server,
+// "observers" and "agreement", as values log/canon encodes (the signed /check answer is
+// RFC 8785) and encoding/json encodes alike.
+func (s *Store) Members(server string) (observers []any, agreement map[string]any, err error) {
+	obs, err := s.Observers(server)
+	if err != nil {
+		return nil, nil, err
+	}
+	observers = make([]any, 0, len(obs))
+	for _, o := range obs {
+		m, err := o.member()
+		if err != nil {
+			return nil, nil, err
+		}
+		observers = append(observers, m)
+	}
+	return observers, s.Agreement(server).member(), nil
+}
+
+func (a Agreement) member() map[string]any {
+	return map[string]any{"status": a.Status, "counts": map[string]any{
+		"observers": a.Counts.Observers, "withDigest": a.Counts.WithDigest,
+		"digests": a.Counts.Digests, "agreeing": a.Counts.Agreeing,
+	}}
+}
+
+func (o Observer) member() (map[string]any, error) {
+	label, err := canon.Parse(o.Label)
+	if err != nil {
+		return nil, fmt.Errorf("reading kept label %s: %w", o.LabelID, err)
+	}
+	head, err := canon.Parse(o.Head)
+	if err != nil {
+		return nil, fmt.Errorf("reading kept head of %s: %w", o.DID, err)
+	}
+	proof := make([]any, len(o.InclusionProof))
+	for i, h := range o.InclusionProof {
+		proof[i] = h
+	}
+	m := map[string]any{
+		"did": o.DID, "observedAt": o.ObservedAt, "labelId": o.LabelID,
+		"leafIndex": int64(o.LeafIndex), "headSize": int64(o.HeadSize),
+		"observation": o.Observation, "label": label, "inclusionProof": proof, "head": head,
+	}
+	for k, v := range map[string]string{"endpoint": o.Endpoint, "package": o.Package, "digest": o.Digest, "status": o.Status} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	if o.Self {
+		m["self"] = true
+	}
+	return m, nil
+}

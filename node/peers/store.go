@@ -1,0 +1,301 @@
+package peers
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/histor-observer/histor/gossip/wire"
+	"github.com/histor-observer/histor/log/format"
+)
+
+// Bounds and defaults of Config.
+const (
+	DefaultMaxObserversPerServer = 64
+	DefaultMaxServersPerObserver = 100_000
+)
+
+// Config is what Open needs.
+type Config struct {
+	// Dir is the store's Pebble directory, e.g. DataDir/peers. Empty keeps everything in
+	// memory only (tests, and a node that re-learns its peers' view after each start).
+	Dir string
+	// Self is this node's did:key; its own observations (Own) count like any observer's.
+	Self string
+	// AllowList is the did:keys of the other observers whose observations count.
+	AllowList []string
+	// CheckHead, when set, must accept a head (already verified under the observer's key)
+	// before an observation proven under it counts; the node uses it to demand a head it
+	// verified itself (e.g. consistent with the observer's latest head that gossip kept).
+	// An error refuses the observation with ErrHead.
+	CheckHead func(did string, sth *format.STH) error
+	// MaxObserversPerServer bounds the observers kept for one server; default 64.
+	MaxObserversPerServer int
+	// MaxServersPerObserver bounds the servers kept for one observer; default 100,000.
+	// About 4 KiB on disk and 300 bytes in memory per kept observation.
+	MaxServersPerObserver int
+	// Now stamps when an observation was accepted; default time.Now.
+	Now func() time.Time
+	// Logger receives the store's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Store holds each observer's latest proven observation of each server: an index in memory
+// and every proof in Pebble. It is safe for concurrent use.
+type Store struct {
+	cfg     Config
+	allowed map[string]bool
+	db      *pebble.DB
+
+	mu      sync.RWMutex
+	servers map[string]map[string]*summary // server id → did → kept observation; guarded by mu
+	counts  map[string]int                 // did → servers kept for it; guarded by mu
+}
+
+// summary is the in-memory part of a kept observation: what agreement and listings read.
+type summary struct {
+	Observer   string
+	Endpoint   string
+	Package    string
+	Digest     string
+	Status     string
+	ObservedAt time.Time
+	LabelID    string
+	LeafIndex  uint64
+	HeadSize   uint64
+}
+
+// record is a kept observation as stored: everything needed to prove it again.
+type record struct {
+	Observation string    `json:"observation"` // the signed note
+	Label       []byte    `json:"label"`
+	Proof       []string  `json:"proof"` // hex
+	Head        string    `json:"head"`  // histor.sth/v1 document
+	AcceptedAt  time.Time `json:"acceptedAt"`
+}
+
+// Open opens (or creates) the store and loads its index.
+func Open(cfg Config) (*Store, error) {
+	cfg.applyDefaults()
+	if cfg.Self == "" {
+		return nil, errors.New("opening peer store: Self is required")
+	}
+	opts := &pebble.Options{Logger: quiet{}}
+	dir := cfg.Dir
+	if dir == "" {
+		opts.FS, dir = vfs.NewMem(), "peers"
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("opening peer store: %w", err)
+	}
+	s := &Store{cfg: cfg, db: db, allowed: map[string]bool{cfg.Self: true},
+		servers: map[string]map[string]*summary{}, counts: map[string]int{}}
+	for _, did := range cfg.AllowList {
+		s.allowed[did] = true
+	}
+	if err := s.load(); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	return s, nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.MaxObserversPerServer <= 0 {
+		c.MaxObserversPerServer = DefaultMaxObserversPerServer
+	}
+	if c.MaxServersPerObserver <= 0 {
+		c.MaxServersPerObserver = DefaultMaxServersPerObserver
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Close closes the store.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("closing peer store: %w", err)
+	}
+	return nil
+}
+
+func recordKey(server, did string) []byte { return []byte("e/" + server + "/" + did) }
+
+// load rebuilds the index from the stored records. They were verified when accepted, so
+// only their text is parsed again; a record that no longer parses is skipped and logged.
+func (s *Store) load() error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte("e/"), UpperBound: []byte("e0")})
+	if err != nil {
+		return fmt.Errorf("loading peer store: %w", err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		sum, err := parseRecord(it.Value())
+		if err != nil {
+			s.cfg.Logger.Warn("skipping an unreadable peer observation", "key", string(it.Key()), "err", err)
+			continue
+		}
+		s.keep(sum.server, sum.s)
+	}
+	return it.Error()
+}
+
+type keyed struct {
+	server string
+	s      *summary
+}
+
+func parseRecord(v []byte) (keyed, error) {
+	var r record
+	if err := json.Unmarshal(v, &r); err != nil {
+		return keyed{}, err
+	}
+	o, err := wire.ParseObservationText([]byte(r.Observation))
+	if err != nil {
+		return keyed{}, err
+	}
+	sth, err := format.ParseSTH([]byte(r.Head))
+	if err != nil {
+		return keyed{}, err
+	}
+	return keyed{o.Server, summarize(o, sth.TreeSize)}, nil
+}
+
+func summarize(o *wire.Observation, headSize uint64) *summary {
+	return &summary{Observer: o.Observer, Endpoint: o.Endpoint, Package: o.Package, Digest: o.Digest,
+		Status: o.Status, ObservedAt: o.ObservedAt, LabelID: o.LabelID, LeafIndex: o.LeafIndex, HeadSize: headSize}
+}
+
+// keep puts sum in the index; the caller holds mu (or is load, before sharing s).
+func (s *Store) keep(server string, sum *summary) {
+	byDID := s.servers[server]
+	if byDID == nil {
+		byDID = map[string]*summary{}
+		s.servers[server] = byDID
+	}
+	if byDID[sum.Observer] == nil {
+		s.counts[sum.Observer]++
+	}
+	byDID[sum.Observer] = sum
+}
+
+// Add verifies p and keeps it as its observer's latest observation of its server. It
+// returns nil without writing when p is what the store already keeps; a refusal is a
+// *RefusedError.
+func (s *Store) Add(p Proven) error {
+	c, err := verify(p, func(did string) bool { return s.allowed[did] })
+	if err != nil {
+		return err
+	}
+	o := c.obs
+	refuse := func(reason, detail error) error {
+		return &RefusedError{Observer: o.Observer, Server: o.Server, Reason: reason, Detail: detail}
+	}
+	if s.cfg.CheckHead != nil {
+		if err := s.cfg.CheckHead(o.Observer, c.sth); err != nil {
+			return refuse(ErrHead, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum := summarize(o, c.sth.TreeSize)
+	old := s.servers[o.Server][o.Observer]
+	switch replace, err := supersedes(sum, old); {
+	case err != nil:
+		return refuse(err, nil)
+	case !replace:
+		return nil
+	}
+	if err := s.checkBounds(o.Server, o.Observer, old); err != nil {
+		return refuse(err, nil)
+	}
+	if err := s.write(o, p); err != nil {
+		return err
+	}
+	s.keep(o.Server, sum)
+	return nil
+}
+
+// supersedes says whether next replaces kept, the same observer's kept observation of the
+// server (nil: none). A status never displaces a digest (an unreachable moment does not
+// undo what was seen: it is accepted and not kept); otherwise the later observedAt wins,
+// and at the same label a larger head refreshes the proof. An earlier observation, or
+// another at the same time, is stale.
+func supersedes(next, kept *summary) (bool, error) {
+	switch {
+	case kept == nil:
+		return true, nil
+	case next.LabelID == kept.LabelID && next.Digest == kept.Digest && next.Status == kept.Status &&
+		next.ObservedAt.Equal(kept.ObservedAt):
+		return next.HeadSize > kept.HeadSize, nil
+	case next.Digest == "" && kept.Digest != "":
+		return false, nil
+	case next.Digest != "" && kept.Digest == "":
+		return true, nil
+	case next.ObservedAt.After(kept.ObservedAt):
+		return true, nil
+	}
+	return false, ErrStale
+}
+
+func (s *Store) checkBounds(server, did string, old *summary) error {
+	if old != nil {
+		return nil
+	}
+	if len(s.servers[server]) >= s.cfg.MaxObserversPerServer {
+		return fmt.Errorf("%w: %d observers of server %s", ErrFull, s.cfg.MaxObserversPerServer, server)
+	}
+	if s.counts[did] >= s.cfg.MaxServersPerObserver {
+		return fmt.Errorf("%w: %d servers observed by %s", ErrFull, s.cfg.MaxServersPerObserver, did)
+	}
+	return nil
+}
+
+func (s *Store) write(o *wire.Observation, p Proven) error {
+	r := record{Observation: string(p.Observation), Label: p.Label, Head: string(p.Head), AcceptedAt: s.cfg.Now().UTC()}
+	for _, h := range p.Proof {
+		r.Proof = append(r.Proof, hex.EncodeToString(h[:]))
+	}
+	v, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encoding peer observation: %w", err)
+	}
+	if err := s.db.Set(recordKey(o.Server, o.Observer), v, pebble.Sync); err != nil {
+		return fmt.Errorf("writing peer observation: %w", err)
+	}
+	return nil
+}
+
+// kept returns copies of the kept observations of server, sorted by observer.
+func (s *Store) kept(server string) []summary {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]summary, 0, len(s.servers[server]))
+	for _, sum := range s.servers[server] {
+		out = append(out, *sum)
+	}
+	slices.SortFunc(out, func(a, b summary) int { return strings.Compare(a.Observer, b.Observer) })
+	return out
+}
+
+// quiet keeps Pebble's informational chatter out of the node's logs.
+type quiet struct{}
+
+func (quiet) Infof(string, ...any)  {}
+func (quiet) Errorf(string, ...any) {}
+func (quiet) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}
