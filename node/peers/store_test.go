@@ -51,8 +51,12 @@ func TestAddRefuses(t *testing.T) {
 		}), peers.ErrSignature},
 		{"head of another log", mod(func(p *peers.Proven) { p.Head = other.observe(t, digest("a"), t0).Head }), peers.ErrSignature},
 		{"head before the label", mod(func(p *peers.Proven) { p.Head = earlyHead.STH }), peers.ErrHead},
-		{"head not canonical", mod(func(p *peers.Proven) { p.Head = bytes.Replace(good.Head, []byte(`"treeSize"`), []byte(`"treeSize" `), 1) }), peers.ErrMalformed},
-		{"head mangled", mod(func(p *peers.Proven) { p.Head = bytes.Replace(good.Head, []byte(`"rootHash":"`), []byte(`"rootHash":"0`), 1) }), nil},
+		{"head not canonical", mod(func(p *peers.Proven) {
+			p.Head = bytes.Replace(good.Head, []byte(`"treeSize"`), []byte(`"treeSize" `), 1)
+		}), peers.ErrMalformed},
+		{"head mangled", mod(func(p *peers.Proven) {
+			p.Head = bytes.Replace(good.Head, []byte(`"rootHash":"`), []byte(`"rootHash":"0`), 1)
+		}), nil},
 		{"proof flipped", mod(func(p *peers.Proven) { p.Proof[0][0] ^= 1 }), peers.ErrNotIncluded},
 		{"proof cut", mod(func(p *peers.Proven) { p.Proof = p.Proof[:len(p.Proof)-1] }), peers.ErrNotIncluded},
 		{"label of another observer", mod(func(p *peers.Proven) { p.Label = other.observe(t, digest("a"), t0).Label }), peers.ErrMismatch},
