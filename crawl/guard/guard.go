@@ -50,6 +50,10 @@ type Config struct {
 	Resolver Resolver
 	// DialTimeout bounds one TCP connect. Default 10s.
 	DialTimeout time.Duration
+	// LocalAddr, when valid, is the source address of every connection (port chosen by the
+	// system), so observers sharing one host can dial from distinct addresses. Default: the
+	// system's choice.
+	LocalAddr netip.Addr
 	// UserAgent is sent on every request, replacing any the caller set, so the crawler always
 	// names itself. Build it with UserAgent; default DefaultUserAgent.
 	UserAgent string
@@ -138,6 +142,9 @@ func New(cfg Config) (*Guard, error) {
 		pins:  make(map[string]netip.AddrPort),
 	}
 	d := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
+	if cfg.LocalAddr.IsValid() {
+		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(cfg.LocalAddr, 0))
+	}
 	g.dial = d.DialContext
 	g.client = g.newClient()
 	if cfg.AllowPrivate {
