@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
 
+	"github.com/histor-observer/histor/cmd/histor/internal/demo"
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/node"
 )
@@ -79,7 +80,7 @@ func newApp(d deps) *cli.App {
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "least severe log message to print, `LEVEL`: debug, info, warn or error", EnvVars: []string{"HISTOR_LOG_LEVEL"}}),
 		},
 		Commands: []*cli.Command{
-			serveCommand(d), crawlCommand(d), digestCommand(d), keygenCommand(d), labelCommand(d), auditCommand(d), logCommand(d),
+			serveCommand(d), crawlCommand(d), digestCommand(d), keygenCommand(d), labelCommand(d), auditCommand(d), logCommand(d), demo.Command(),
 		},
 		Action:    unknownCommand,
 		Reader:    d.stdio.In,

@@ -1,0 +1,155 @@
+package demo_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDemoBinary runs the built `histor demo`: all three observers answer /health within
+// 10 s of the start, the changing server has a change record on every observer, and SIGINT
+// stops the demo with exit 0.
+func TestDemoBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the histor binary with three observers for several seconds; skipped under -short")
+	}
+	bin := filepath.Join(t.TempDir(), "histor")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/histor-observer/histor/cmd/histor").CombinedOutput(); err != nil {
+		t.Fatalf("building histor: %v\n%s", err, out)
+	}
+	base := freeBase(t)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, "demo", "--data", t.TempDir(), "--http-base", fmt.Sprint(base), "--interval", "2s")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	urls := []string{}
+	for i := range 3 {
+		urls = append(urls, fmt.Sprintf("http://127.0.0.1:%d", base+i))
+	}
+	for _, u := range urls {
+		waitFor(t, done, started.Add(10*time.Second), "/health of "+u, func() bool { return status(u+"/health") == http.StatusOK })
+	}
+	if !strings.Contains(stdout.String(), urls[0]+"/api/v1/changes") {
+		t.Errorf("the guide does not say where to look:\n%s", stdout.String())
+	}
+	for _, u := range urls {
+		waitFor(t, done, time.Now().Add(30*time.Second), "a change of the changing server on "+u, func() bool {
+			return hasChange(u, "io.histor.demo/changing")
+		})
+		if hasChange(u, "io.histor.demo/steady") {
+			t.Errorf("%s records a change of the steady server", u)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("demo exited with %v after SIGINT\nstderr: %s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("demo did not stop on SIGINT")
+	}
+	if !strings.Contains(stdout.String(), "stopped") {
+		t.Errorf("no word of stopping:\n%s", stdout.String())
+	}
+}
+
+// freeBase finds a port with the next two and the three libp2p ports 100 above free.
+func freeBase(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if base+102 < 65535 && free(base, base+1, base+2, base+100, base+101, base+102) {
+			return base
+		}
+	}
+	t.Fatal("no free ports")
+	return 0
+}
+
+func free(ports ...int) bool {
+	for _, p := range ports {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			return false
+		}
+		ln.Close()
+	}
+	return true
+}
+
+// waitFor polls ok until it holds, the deadline passes or the demo exits.
+func waitFor(t *testing.T, done chan error, deadline time.Time, what string, ok func() bool) {
+	t.Helper()
+	for !ok() {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("demo exited (%v) while waiting for %s", err, what)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in time", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func status(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func hasChange(base, name string) bool {
+	resp, err := http.Get(base + "/api/v1/changes")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var page struct {
+		Changes []struct {
+			Name string `json:"name"`
+		} `json:"changes"`
+	}
+	if json.Unmarshal(b, &page) != nil {
+		return false
+	}
+	for _, c := range page.Changes {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
