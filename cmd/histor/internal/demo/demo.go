@@ -32,13 +32,22 @@ import (
 // Observers is how many observers the demo runs.
 const Observers = 3
 
+// Port offsets from Config.HTTPBase: the observers' libp2p hosts, and the fixture (registry,
+// then its MCP servers).
+const (
+	p2pOffset     = 100
+	fixtureOffset = 200
+	fixturePorts  = 4
+)
+
 // Config is what one demo run needs.
 type Config struct {
 	// Data is the parent of the observers' data directories (DIR/observer-1, …); kept after
 	// the demo ends. Empty: a temporary directory, removed at the end.
 	Data string
 	// HTTPBase is observer 1's HTTP port; observer i serves on HTTPBase+i-1 and its libp2p
-	// host listens on HTTPBase+100+i-1, TCP and QUIC.
+	// host listens on HTTPBase+100+i-1, TCP and QUIC. The registry fixture is on
+	// HTTPBase+200 and its MCP servers on the next three ports.
 	HTTPBase int
 	// Interval is the crawl interval of every observer.
 	Interval time.Duration
@@ -55,7 +64,8 @@ func Command() *cli.Command {
 		Usage:     "run three observers on loopback against local MCP servers (offline; Ctrl-C stops it)",
 		UsageText: "histor demo [--data DIR] [--http-base PORT] [--interval DURATION]",
 		Description: "Starts a local registry, three local MCP servers and three observers (HTTP on PORT, PORT+1, PORT+2; " +
-			"libp2p on PORT+100..PORT+102; dialling from 127.0.0.1, 127.0.0.2 and 127.0.0.3), prints where to look, " +
+			"libp2p on PORT+100..PORT+102; dialling from 127.0.0.1, 127.0.0.2 and 127.0.0.3; the fixture on PORT+200..PORT+203), " +
+			"prints where to look, " +
 			"and runs until SIGINT or SIGTERM.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data", Usage: "keep the observers' data in `DIR` (default: a temporary directory, removed at exit)"},
@@ -64,7 +74,7 @@ func Command() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			base := c.Int("http-base")
-			if base < 1 || base+100+Observers > 65535 {
+			if base < 1 || base+fixtureOffset+fixturePorts > 65535 {
 				return cli.Exit(fmt.Sprintf("demo: --http-base %d leaves no room for the observers' ports", base), 2)
 			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
@@ -105,7 +115,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	for i, o := range obs {
 		addrs[i] = o.localAddr.String()
 	}
-	fx, err := startFixture(addrs)
+	fx, err := startFixture(cfg.HTTPBase+fixtureOffset, addrs)
 	if err != nil {
 		return err
 	}
@@ -136,7 +146,7 @@ func plan(cfg Config, data string) ([]observer, error) {
 		o.n = i + 1
 		o.dir = filepath.Join(data, fmt.Sprintf("observer-%d", o.n))
 		o.httpAddr = fmt.Sprintf("127.0.0.1:%d", cfg.HTTPBase+i)
-		o.p2pPort = cfg.HTTPBase + 100 + i
+		o.p2pPort = cfg.HTTPBase + p2pOffset + i
 		o.localAddr = netip.AddrFrom4([4]byte{127, 0, 0, byte(o.n)})
 		var err error
 		if o.ids, err = loadIdentity(o.dir); err != nil {

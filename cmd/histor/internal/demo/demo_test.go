@@ -76,7 +76,8 @@ func TestDemoBinary(t *testing.T) {
 	}
 }
 
-// freeBase finds a port with the next two and the three libp2p ports 100 above free.
+// freeBase finds a port with the ports the demo takes above it free: the next two, the three
+// libp2p ports 100 above and the four fixture ports 200 above.
 func freeBase(t *testing.T) int {
 	t.Helper()
 	for range 50 {
@@ -86,7 +87,7 @@ func freeBase(t *testing.T) int {
 		}
 		base := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
-		if base+102 < 65535 && free(base, base+1, base+2, base+100, base+101, base+102) {
+		if base+203 < 65535 && free(base, base+1, base+2, base+100, base+101, base+102, base+200, base+201, base+202, base+203) {
 			return base
 		}
 	}

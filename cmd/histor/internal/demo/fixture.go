@@ -43,7 +43,9 @@ type fixtureServer struct {
 // id is the server id every observer gives the server.
 func (s fixtureServer) id() string { return mtl.ServerID(s.name, s.endpoint) }
 
-func startFixture(localAddrs []string) (*fixture, error) {
+// startFixture starts the MCP servers on basePort+1.. and the registry on basePort, so the
+// servers' ids (which name their endpoints) are the same in every run on the same ports.
+func startFixture(basePort int, localAddrs []string) (*fixture, error) {
 	f := &fixture{}
 	handlers := []struct {
 		name, what string
@@ -54,14 +56,14 @@ func startFixture(localAddrs []string) (*fixture, error) {
 		{twoFacedName, fmt.Sprintf("shows observer %d (dialling from %s) another tool set than the others", twoFacedOdd+1, localAddrs[twoFacedOdd]),
 			twoFacedHandler(localAddrs[twoFacedOdd])},
 	}
-	for _, h := range handlers {
-		url, err := f.listen(h.h)
+	for i, h := range handlers {
+		url, err := f.listen(basePort+1+i, h.h)
 		if err != nil {
 			return nil, errors.Join(err, f.close())
 		}
 		f.servers = append(f.servers, fixtureServer{name: h.name, endpoint: url + "/mcp", what: h.what})
 	}
-	reg, err := f.listen(registryHandler(f.servers))
+	reg, err := f.listen(basePort, registryHandler(f.servers))
 	if err != nil {
 		return nil, errors.Join(err, f.close())
 	}
@@ -69,9 +71,9 @@ func startFixture(localAddrs []string) (*fixture, error) {
 	return f, nil
 }
 
-// listen serves h on a fresh loopback port and returns its base URL.
-func (f *fixture) listen(h http.Handler) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// listen serves h on a loopback port and returns its base URL.
+func (f *fixture) listen(port int, h http.Handler) (string, error) {
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		return "", fmt.Errorf("starting the demo fixture: %w", err)
 	}
