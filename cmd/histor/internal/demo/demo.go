@@ -67,12 +67,16 @@ func Command() *cli.Command {
 			"libp2p on PORT+100..PORT+102; dialling from 127.0.0.1, 127.0.0.2 and 127.0.0.3; the fixture on PORT+200..PORT+203), " +
 			"prints where to look, " +
 			"and runs until SIGINT or SIGTERM.",
+		// Plain flags, not read from --config: a node's "data" there must never be the demo's.
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "data", Usage: "keep the observers' data in `DIR` (default: a temporary directory, removed at exit)"},
-			&cli.IntFlag{Name: "http-base", Value: 8080, Usage: "observer 1 serves HTTP on `PORT`, the others on the next two"},
-			&cli.DurationFlag{Name: "interval", Value: 5 * time.Second, Usage: "each observer crawls every `DURATION`"},
+			&cli.StringFlag{Name: "data", Usage: "keep the observers' data in `DIR` (default: a temporary directory, removed at exit)", EnvVars: []string{"HISTOR_DEMO_DATA"}},
+			&cli.IntFlag{Name: "http-base", Value: 8080, Usage: "observer 1 serves HTTP on `PORT`, the others on the next two", EnvVars: []string{"HISTOR_DEMO_HTTP_BASE"}},
+			&cli.DurationFlag{Name: "interval", Value: 5 * time.Second, Usage: "each observer crawls every `DURATION`", EnvVars: []string{"HISTOR_DEMO_INTERVAL"}},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Duration("interval") <= 0 {
+				return cli.Exit("demo: --interval must be positive", 2)
+			}
 			base := c.Int("http-base")
 			if base < 1 || base+fixtureOffset+fixturePorts > 65535 {
 				return cli.Exit(fmt.Sprintf("demo: --http-base %d leaves no room for the observers' ports", base), 2)
