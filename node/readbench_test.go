@@ -3,43 +3,44 @@ package node
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/histor-observer/histor/crawl/scan"
-	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/catalog/catalogtest"
 )
 
 // catalogServers is the size of the catalog the reading-API benchmarks serve.
 const catalogServers = 20_000
 
-// serveCatalog builds a node whose crawl state holds catalogServers targets
-// and serves it over real loopback TCP until b ends.
-func serveCatalog(b *testing.B) string {
-	dir := b.TempDir()
-	nd, err := New(Config{DataDir: dir, MaxInFlight: MaxMaxInFlight})
+// populatedNode opens a node in a fresh directory whose own crawl state
+// holds n targets (catalogtest.Populate, written as the crawl writes them)
+// and reloads its own catalog, as a crawl does on commit: the reading API
+// and /check then answer from exactly what production answers from.
+func populatedNode(b *testing.B, n int, cfg Config) *Node {
+	cfg.DataDir = b.TempDir()
+	nd, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if err := nd.Open(b.Context()); err != nil {
 		b.Fatal(err)
 	}
-	st := catalogtest.OpenStore(b, filepath.Join(dir, "state"))
 	start := time.Now()
-	catalogtest.Populate(b, st, nd.Log(), catalogServers)
+	catalogtest.Populate(b, nd.state, nd.Log(), n)
 	built := time.Since(start)
 	start = time.Now()
-	c, err := catalog.New(catalog.Options{Store: st, Log: nd.Log(), Patterns: scan.Default()})
-	if err != nil {
+	if err := nd.catalog.Reload(); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("populated %d servers in %v; catalog loaded in %v", catalogServers,
+	b.Logf("populated %d servers in %v; catalog loaded in %v", n,
 		built.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-	if err := nd.SetReadAPI(ReadAPI{Catalog: c}); err != nil {
-		b.Fatal(err)
-	}
+	return nd
+}
+
+// serveCatalog builds a node whose crawl state holds catalogServers targets
+// and serves it over real loopback TCP until b ends.
+func serveCatalog(b *testing.B) string {
+	nd := populatedNode(b, catalogServers, Config{MaxInFlight: MaxMaxInFlight})
 	return serveHandler(b, nil, nd)
 }
 
