@@ -6,12 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"github.com/histor-observer/histor/node/catalog"
 	"slices"
+	"strconv"
 	"time"
 
+	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/canon"
+	"github.com/histor-observer/histor/node/catalog"
 )
 
 // What /check says a client's tool set is, HISTOR's match values.
@@ -58,38 +60,27 @@ func (c *checker) answer(q *checkQuery, client clientKey, lg Log) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	doc := map[string]any{
-		"type":      CheckType,
-		"checkedAt": now.Format(checkTimeLayout),
-		"issuer":    c.did,
-		"query":     q.member(),
-	}
-	match := matchNotListed
+	d := answerDoc{q: q, t: t, now: now, match: matchNotListed, head: lg.Latest()}
 	if t != nil {
-		doc["target"] = c.targetMember(t)
-		if obs := observedMember(t); obs != nil {
-			doc["observed"] = obs
-		}
-		if match, err = c.match(q, t, doc); err != nil {
+		if d.match, d.seen, err = c.match(q, t); err != nil {
 			return nil, err
 		}
-		if c.contribute(q, t, client, now) {
-			doc["contributed"] = true
-		}
+		d.contributed = c.contribute(q, t, client, now)
 	}
-	doc["match"] = match
-	doc["note"] = noteFor(match, t)
-	raw := map[string][]byte{}
-	if ps := c.patternScan(q, t, client, lg); ps != nil {
-		raw["patternScan"] = ps
-	}
-	if head := lg.Latest(); head.Size > 0 {
-		doc["log"] = map[string]any{
-			"treeSize": int64(head.Size), "rootHash": hex.EncodeToString(head.Root[:]),
-			"timestamp": head.Time.UTC().Format(checkTimeLayout),
-		}
-	}
-	return c.sign(doc, raw)
+	d.scan = c.patternScan(q, t, client, lg)
+	return c.sign(&d)
+}
+
+// answerDoc is what one answer says, gathered before it is written.
+type answerDoc struct {
+	q           *checkQuery
+	t           *CheckTarget // nil: not listed
+	now         time.Time
+	match       string
+	seen        *SeenBefore // an earlier set matched
+	contributed bool
+	scan        []byte // the patternScan member in canonical form; nil: none
+	head        hlog.Head
 }
 
 // findTarget picks the target a query names, as HISTOR does: by endpoint
@@ -123,32 +114,26 @@ func (c *checker) findTarget(q *checkQuery) (*CheckTarget, error) {
 }
 
 // match compares the client's digest with what was observed at t; a set
-// seen earlier adds seenBefore to doc.
-func (c *checker) match(q *checkQuery, t *CheckTarget, doc map[string]any) (string, error) {
+// seen earlier is returned with its times.
+func (c *checker) match(q *checkQuery, t *CheckTarget) (string, *SeenBefore, error) {
 	switch {
 	case t.SubjectDigest == "":
-		return matchNotObserved, nil
+		return matchNotObserved, nil, nil
 	case q.digestErr != nil:
-		return matchUndigestible, nil
+		return matchUndigestible, nil, nil
 	case q.digest == "":
-		return matchNoDigest, nil
+		return matchNoDigest, nil, nil
 	case t.ToolSetDigest != "" && q.digest == t.ToolSetDigest:
-		return matchSame, nil
+		return matchSame, nil, nil
 	}
 	sb, seen, err := c.targets.SeenBefore(t.ID, q.digest)
 	if err != nil {
-		return "", fmt.Errorf("looking up earlier tool sets: %w", err)
+		return "", nil, fmt.Errorf("looking up earlier tool sets: %w", err)
 	}
 	if !seen {
-		return matchDifferent, nil
+		return matchDifferent, nil, nil
 	}
-	// HISTOR's member names, snake case as its store writes them.
-	doc["seenBefore"] = map[string]any{
-		"first_seen":   sb.FirstSeen.UTC().Format(checkTimeLayout),
-		"last_seen":    sb.LastSeen.UTC().Format(checkTimeLayout),
-		"observations": int64(sb.Observations),
-	}
-	return matchPrevious, nil
+	return matchPrevious, &sb, nil
 }
 
 // contribute adds one to the public count of (target, digest, day) when the
@@ -186,116 +171,165 @@ func noteFor(match string, t *CheckTarget) string {
 	return note
 }
 
-// member is the query as the answer repeats it.
-func (q *checkQuery) member() map[string]any {
-	m := make(map[string]any, 4)
-	putText(m, "endpoint", q.endpoint)
-	putText(m, "name", q.name)
-	putText(m, "toolSetDigest", q.digest)
-	if q.digestErr != nil {
-		m["digestError"] = q.digestErr
-	}
-	return m
-}
-
-func (c *checker) targetMember(t *CheckTarget) map[string]any {
-	var status any // null before the first attempt, as HISTOR's
-	if t.LastStatus != "" {
-		status = t.LastStatus
-	}
-	return map[string]any{
-		"id": t.ID, "name": t.Name, "endpoint": t.Endpoint,
-		"page":       c.base + "/s/" + t.ID,
-		"badge":      c.base + "/badge/" + t.ID + ".svg",
-		"lastStatus": status,
-		"listed":     !t.Delisted,
-	}
-}
-
-// observedMember is what was observed at t, members without a value left
-// out; nil before the first ok observation.
-func observedMember(t *CheckTarget) map[string]any {
-	if t.ToolSetDigest == "" && t.SubjectDigest == "" {
-		return nil
-	}
-	m := map[string]any{
-		"toolCount": int64(t.ToolCount), "observations": int64(t.Observations), "changes": int64(t.Changes),
-	}
-	putText(m, "toolSetDigest", t.ToolSetDigest)
-	putText(m, "subjectDigest", t.SubjectDigest)
-	putTime(m, "firstPinned", t.FirstPinned)
-	putTime(m, "unchangedSince", t.UnchangedSince)
-	putTime(m, "lastObserved", t.LastObserved)
-	return m
-}
-
-// putText and putTime set a member only when it has a value.
-func putText(m map[string]any, k, v string) {
-	if v != "" {
-		m[k] = v
-	}
-}
-
-func putTime(m map[string]any, k string, v time.Time) {
-	if !v.IsZero() {
-		m[k] = v.UTC().Format(checkTimeLayout)
-	}
-}
-
 // sign signs the answer as a tree head is signed: Ed25519 over the RFC
-// 8785 bytes of every member but signature. doc holds the members to
-// encode, raw members already in canonical form (a cached scan). Each
-// member is encoded once; the signed bytes and the answer are two joins of
-// the same pieces, the answer with signature in its sorted place.
-func (c *checker) sign(doc map[string]any, raw map[string][]byte) ([]byte, error) {
-	ms := make([]encodedMember, 0, len(doc)+len(raw)+1)
-	vals := make([]byte, 0, 2048)
-	for k, v := range doc {
-		start := len(vals)
-		var err error
-		if vals, err = canon.Append(vals, v); err != nil {
-			return nil, fmt.Errorf("canonicalising check answer member %s: %w", k, err)
-		}
-		ms = append(ms, encodedMember{k, vals[start:len(vals):len(vals)]})
+// 8785 bytes of every member but signature. The members are written once,
+// straight in canonical order; the served answer is those bytes with the
+// signature spliced into its sorted place.
+func (c *checker) sign(d *answerDoc) ([]byte, error) {
+	w := &canonWriter{b: make([]byte, 0, 2048)}
+	cut := c.writeUnsigned(w, d)
+	if w.err != nil {
+		return nil, fmt.Errorf("canonicalising check answer: %w", w.err)
 	}
-	size := len(vals)
-	for k, b := range raw {
-		ms = append(ms, encodedMember{k, b})
-		size += len(b)
-	}
-	size += len(ms) * 24 // keys and punctuation
-	slices.SortFunc(ms, func(a, b encodedMember) int { return canon.CompareUTF16(a.key, b.key) })
-	msg := joinMembers(make([]byte, 0, size+2), ms)
-	sig, err := canon.Append(nil, map[string]any{
-		"alg":                checkSignatureAlg,
-		"verificationMethod": awr.VerificationMethod(c.did),
-		"value":              base64.RawURLEncoding.EncodeToString(ed25519.Sign(c.key, msg)),
+	msg := w.b
+	sw := &canonWriter{b: make([]byte, 0, len(msg)+256), more: true} // msg[:cut] holds members
+	sw.b = append(sw.b, msg[:cut]...)
+	sw.object("signature", func() {
+		sw.str("alg", checkSignatureAlg)
+		sw.str("value", base64.RawURLEncoding.EncodeToString(ed25519.Sign(c.key, msg)))
+		sw.str("verificationMethod", awr.VerificationMethod(c.did))
 	})
-	if err != nil {
-		return nil, fmt.Errorf("canonicalising check signature: %w", err)
+	if sw.err != nil {
+		return nil, fmt.Errorf("canonicalising check signature: %w", sw.err)
 	}
-	at, _ := slices.BinarySearchFunc(ms, "signature", func(m encodedMember, k string) int { return canon.CompareUTF16(m.key, k) })
-	ms = slices.Insert(ms, at, encodedMember{"signature", sig})
-	return joinMembers(make([]byte, 0, len(msg)+len(sig)+16), ms), nil
+	return append(sw.b, msg[cut:]...), nil
 }
 
-// encodedMember is one member of an answer, its value in canonical form.
-type encodedMember struct {
-	key string
-	val []byte
+// writeUnsigned writes the answer without its signature, members in
+// canonical order, and returns where the signature member goes (before
+// target, or type). Every key is this file's own ASCII, so canonical order
+// is byte order; the tests re-check it with a JCS library.
+func (c *checker) writeUnsigned(w *canonWriter, d *answerDoc) (cut int) {
+	q, t := d.q, d.t
+	w.b = append(w.b, '{')
+	w.str("checkedAt", d.now.Format(checkTimeLayout))
+	if d.contributed {
+		w.boolean("contributed", true)
+	}
+	w.str("issuer", c.did)
+	if d.head.Size > 0 {
+		w.object("log", func() {
+			w.str("rootHash", hex.EncodeToString(d.head.Root[:]))
+			w.str("timestamp", d.head.Time.UTC().Format(checkTimeLayout))
+			w.num("treeSize", int64(d.head.Size))
+		})
+	}
+	w.str("match", d.match)
+	w.str("note", noteFor(d.match, t))
+	if t != nil && (t.ToolSetDigest != "" || t.SubjectDigest != "") {
+		w.object("observed", func() { writeObserved(w, t) })
+	}
+	if d.scan != nil {
+		w.raw("patternScan", d.scan)
+	}
+	w.object("query", func() { writeQuery(w, q) })
+	if sb := d.seen; sb != nil {
+		// HISTOR's member names, snake case as its store writes them.
+		w.object("seenBefore", func() {
+			w.str("first_seen", sb.FirstSeen.UTC().Format(checkTimeLayout))
+			w.str("last_seen", sb.LastSeen.UTC().Format(checkTimeLayout))
+			w.num("observations", int64(sb.Observations))
+		})
+	}
+	cut = len(w.b)
+	if t != nil {
+		w.object("target", func() { c.writeTarget(w, t) })
+	}
+	w.str("type", CheckType)
+	w.b = append(w.b, '}')
+	return cut
 }
 
-// joinMembers writes an object of members already in canonical order.
-// The keys are this file's own ASCII names, so quoting them cannot fail.
-func joinMembers(dst []byte, ms []encodedMember) []byte {
-	dst = append(dst, '{')
-	for i, m := range ms {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst, _ = canon.Append(dst, m.key)
-		dst = append(dst, ':')
-		dst = append(dst, m.val...)
+// writeQuery writes the query as the answer repeats it.
+func writeQuery(w *canonWriter, q *checkQuery) {
+	if q.digestErr != nil {
+		w.value("digestError", q.digestErr)
 	}
-	return append(dst, '}')
+	w.optStr("endpoint", q.endpoint)
+	w.optStr("name", q.name)
+	w.optStr("toolSetDigest", q.digest)
+}
+
+func (c *checker) writeTarget(w *canonWriter, t *CheckTarget) {
+	w.str("badge", c.base+"/badge/"+t.ID+".svg")
+	w.str("endpoint", t.Endpoint)
+	w.str("id", t.ID)
+	if t.LastStatus != "" {
+		w.str("lastStatus", t.LastStatus)
+	} else {
+		w.null("lastStatus") // before the first attempt, as HISTOR's
+	}
+	w.boolean("listed", !t.Delisted)
+	w.str("name", t.Name)
+	w.str("page", c.base+"/s/"+t.ID)
+}
+
+// writeObserved writes what was observed at t, members without a value
+// left out.
+func writeObserved(w *canonWriter, t *CheckTarget) {
+	w.num("changes", int64(t.Changes))
+	w.optTime("firstPinned", t.FirstPinned)
+	w.optTime("lastObserved", t.LastObserved)
+	w.num("observations", int64(t.Observations))
+	w.optStr("subjectDigest", t.SubjectDigest)
+	w.num("toolCount", int64(t.ToolCount))
+	w.optStr("toolSetDigest", t.ToolSetDigest)
+	w.optTime("unchangedSince", t.UnchangedSince)
+}
+
+// canonWriter writes RFC 8785 JSON objects member by member; the caller
+// gives the members in canonical order. Keys are ASCII names written as
+// they are; values go through canon, which refuses what RFC 8785 cannot
+// write (the first refusal is kept in err).
+type canonWriter struct {
+	b    []byte
+	more bool // a member was written at this depth: a comma goes first
+	err  error
+}
+
+func (w *canonWriter) key(k string) {
+	if w.more {
+		w.b = append(w.b, ',')
+	}
+	w.b = append(append(append(w.b, '"'), k...), '"', ':')
+	w.more = true
+}
+
+func (w *canonWriter) value(k string, v any) {
+	w.key(k)
+	var err error
+	if w.b, err = canon.Append(w.b, v); err != nil && w.err == nil {
+		w.err = fmt.Errorf("member %s: %w", k, err)
+	}
+}
+
+func (w *canonWriter) str(k, v string) { w.value(k, v) }
+
+func (w *canonWriter) num(k string, v int64) { w.key(k); w.b = strconv.AppendInt(w.b, v, 10) }
+
+func (w *canonWriter) boolean(k string, v bool) { w.key(k); w.b = strconv.AppendBool(w.b, v) }
+
+func (w *canonWriter) null(k string) { w.key(k); w.b = append(w.b, "null"...) }
+
+func (w *canonWriter) raw(k string, v []byte) { w.key(k); w.b = append(w.b, v...) }
+
+// optStr and optTime write a member only when it has a value.
+func (w *canonWriter) optStr(k, v string) {
+	if v != "" {
+		w.str(k, v)
+	}
+}
+
+func (w *canonWriter) optTime(k string, v time.Time) {
+	if !v.IsZero() {
+		w.str(k, v.UTC().Format(checkTimeLayout))
+	}
+}
+
+// object writes member k as an object whose members fill writes.
+func (w *canonWriter) object(k string, fill func()) {
+	w.key(k)
+	w.b, w.more = append(w.b, '{'), false
+	fill()
+	w.b, w.more = append(w.b, '}'), true
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -86,17 +88,102 @@ func (a *api) serveServers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	total, page := rd.Catalog.Search(q, st, int(limit), int(offset))
-	now := rd.now()
-	rows := make([]serverSummary, len(page))
-	for i, s := range page {
-		rows[i] = summarizeServer(s, now)
+	body, err := appendServers(make([]byte, 0, 64+len(page)*summaryBytes), total, offset, limit, page, rd.now())
+	if err != nil {
+		a.internal(w, r, "encoding servers", err)
+		return
 	}
-	a.writeJSON(w, r, struct {
-		Total   int             `json:"total"`
-		Offset  uint64          `json:"offset"`
-		Limit   uint64          `json:"limit"`
-		Servers []serverSummary `json:"servers"`
-	}{total, offset, limit, rows})
+	writeBody(w, "application/json", body)
+}
+
+// summaryBytes is about how long one encoded summary is.
+const summaryBytes = 800
+
+// appendServers writes the /api/v1/servers answer, byte for byte what
+// writeJSON makes of {total, offset, limit, servers: [serverSummary…]},
+// from each server's summary encoded once per catalog snapshot.
+func appendServers(b []byte, total int, offset, limit uint64, page []*catalog.Server, now time.Time) ([]byte, error) {
+	b = strconv.AppendInt(append(b, `{"total":`...), int64(total), 10)
+	b = strconv.AppendUint(append(b, `,"offset":`...), offset, 10)
+	b = strconv.AppendUint(append(b, `,"limit":`...), limit, 10)
+	b = append(b, `,"servers":[`...)
+	for i, s := range page {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendSummary(b, s, now); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, "]}"...), nil
+}
+
+// encodedSummary is one server's summary as writeJSON encodes it, but for
+// the two members that age with the clock (state and badgeText), which
+// each answer writes itself: head is everything before ,"state" and tail
+// everything after badgeText's value.
+type encodedSummary struct {
+	head, tail []byte
+	err        error
+}
+
+// agingMembers is how state and badgeText encode when both are "". The
+// bytes occur once: inside an encoded string every quote is escaped, so
+// `,"` and `":` only ever appear between members.
+const agingMembers = `,"state":"","badgeText":""`
+
+func encodeSummary(s *catalog.Server) any {
+	sum := summarizeServer(s, time.Time{})
+	sum.State, sum.BadgeText = "", ""
+	b, err := encodeJSON(sum)
+	if err != nil {
+		return &encodedSummary{err: fmt.Errorf("encoding summary of %s: %w", s.ID, err)}
+	}
+	head, tail, ok := bytes.Cut(b, []byte(agingMembers))
+	if !ok {
+		return &encodedSummary{err: fmt.Errorf("encoding summary of %s: no state member", s.ID)}
+	}
+	return &encodedSummary{head: head, tail: tail}
+}
+
+// appendSummary writes s's summary as of now from its cached encoding.
+func appendSummary(b []byte, s *catalog.Server, now time.Time) ([]byte, error) {
+	e := s.Memo(encodeSummary).(*encodedSummary)
+	if e.err != nil {
+		return nil, e.err
+	}
+	msg, state := badgeState(s, now)
+	b = append(append(b, e.head...), `,"state":`...)
+	b = appendJSONString(b, state)
+	b = appendJSONString(append(b, `,"badgeText":`...), msg)
+	return append(b, e.tail...), nil
+}
+
+// appendJSONString writes s as encodeJSON does. The badge texts and states
+// it is given need no escapes, so they are copied; anything else takes
+// encoding/json's own path.
+func appendJSONString(b []byte, s string) []byte {
+	if plainJSON(s) {
+		return append(append(append(b, '"'), s...), '"')
+	}
+	enc, err := encodeJSON(s) // a string always encodes
+	if err != nil {
+		return append(b, `""`...)
+	}
+	return append(b, enc...)
+}
+
+// plainJSON says encoding/json, without HTML escaping, writes s unchanged
+// between quotes: valid UTF-8 with no control character, quote, backslash,
+// U+2028 or U+2029.
+func plainJSON(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == '"' || r == '\\' || r == utf8.RuneError || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
 }
 
 func serversQuery(raw string) (q string, st catalog.State, limit, offset uint64, err error) {

@@ -61,8 +61,25 @@ type Server struct {
 	// Obs.Changes).
 	ChangeCount int
 
-	hay        string  // lower-cased name, endpoint and title, NUL-separated, for q; cleared once the lists hold it
-	changeSeqs []int64 // the target's change ids, newest first
+	hay        string              // lower-cased name, endpoint and title, NUL-separated, for q; cleared once the lists hold it
+	changeSeqs []int64             // the target's change ids, newest first
+	memo       atomic.Pointer[any] // see Memo; set at most once
+}
+
+// Memo returns what derive makes of s, deriving it on first use and keeping
+// it with s. A Server never changes and a Reload makes new ones, so a value
+// derived from s alone is right for as long as s is served, and goes with
+// its snapshot (the reading API keeps each server's encoded summary here).
+// Readers racing on first use may each derive; the first result stored is
+// the one every caller gets. There is one slot: every caller must pass the
+// same derive.
+func (s *Server) Memo(derive func(*Server) any) any {
+	if v := s.memo.Load(); v != nil {
+		return *v
+	}
+	v := derive(s)
+	s.memo.CompareAndSwap(nil, &v)
+	return *s.memo.Load()
 }
 
 // Pinned says the target has a current tool-set digest on record.

@@ -1,7 +1,9 @@
 package catalog
 
 import (
+	"bytes"
 	"cmp"
+	"index/suffixarray"
 	"net/url"
 	"slices"
 	"strings"
@@ -54,18 +56,56 @@ const MaxQueryRunes = 200
 // characters and surrounding space are dropped from it first, as HISTOR
 // drops them. Delisted targets are never listed (ByID still finds them).
 func (c *Catalog) Search(q string, st State, limit, offset int) (total int, page []*Server) {
-	l := &c.current().listed[st]
-	needle := strings.ToLower(strings.TrimSpace(strings.ReplaceAll(q, "\x00", "")))
-	if needle == "" {
+	snap := c.current()
+	needle := []byte(strings.ToLower(strings.TrimSpace(strings.ReplaceAll(q, "\x00", ""))))
+	if len(needle) == 0 {
+		l := &snap.listed[st]
 		return len(l.servers), window(l.servers, limit, offset)
 	}
-	// One scan of the list's text: each hit is mapped to its server by a
-	// cursor that only moves forward (hits come in order), and the scan
-	// resumes at the next server's text, so a server counts once and a
-	// search costs one pass however many servers match.
+	all := &snap.listed[StateAll]
+	if ks, ok := all.sparseHits(needle); ok {
+		return all.pageOf(ks, st, limit, offset)
+	}
+	return snap.listed[st].scan(needle, limit, offset)
+}
+
+// maxSparseHits is the most occurrences of a search text that are looked
+// up in the suffix array and sorted; beyond it one pass over the text costs
+// less (about a millisecond at 20,000 servers).
+const maxSparseHits = 4096
+
+// list is one state's listed servers in list order, with their search
+// text laid end to end (NUL-separated; a search text never holds NUL, so
+// no match spans two servers) so a search is one pass over contiguous
+// memory rather than a pointer chase per server.
+type list struct {
+	servers []*Server
+	text    []byte
+	starts  []int32 // starts[k] is where servers[k]'s text begins in text
+	// index is a suffix array over text, kept for the all list only (4
+	// bytes a byte of text): every other list is a subsequence of it.
+	index *suffixarray.Index
+}
+
+func newList(servers []*Server) list {
+	l := list{servers: servers, starts: make([]int32, len(servers))}
+	var b bytes.Buffer
+	for k, s := range servers {
+		l.starts[k] = int32(b.Len())
+		b.WriteString(s.hay)
+		b.WriteByte(0)
+	}
+	l.text = b.Bytes()
+	return l
+}
+
+// scan is a search by one pass of the list's text: each hit is mapped to
+// its server by a cursor that only moves forward (hits come in order), and
+// the scan resumes at the next server's text, so a server counts once.
+func (l *list) scan(needle []byte, limit, offset int) (total int, page []*Server) {
 	k := 0
 	for pos := 0; pos < len(l.text); {
-		i := strings.Index(l.text[pos:], needle)
+		i := bytes.Index(l.text[pos:], needle)
 		if i < 0 {
 			break
 		}
@@ -85,26 +125,44 @@ func (c *Catalog) Search(q string, st State, limit, offset int) (total int, page
 	return total, page
 }
 
-// list is one state's listed servers in list order, with their search
-// text laid end to end (NUL-separated; a search text never holds NUL) so a
-// search is one pass over contiguous memory rather than a pointer chase
-// per server.
-type list struct {
-	servers []*Server
-	text    string
-	starts  []int32 // starts[k] is where servers[k]'s text begins in text
+// sparseHits returns the servers whose text holds needle, as ascending
+// indexes into l.servers, each once; ok is false when l has no index or
+// needle occurs more than maxSparseHits times.
+func (l *list) sparseHits(needle []byte) (ks []int, ok bool) {
+	if l.index == nil {
+		return nil, false
+	}
+	at := l.index.Lookup(needle, maxSparseHits+1)
+	if len(at) > maxSparseHits {
+		return nil, false
+	}
+	slices.Sort(at)
+	for _, a := range at {
+		k, exact := slices.BinarySearch(l.starts, int32(a))
+		if !exact {
+			k-- // a lies inside servers[k-1]'s text
+		}
+		if len(ks) == 0 || ks[len(ks)-1] != k {
+			ks = append(ks, k)
+		}
+	}
+	return ks, true
 }
 
-func newList(servers []*Server) list {
-	l := list{servers: servers, starts: make([]int32, len(servers))}
-	var b strings.Builder
-	for k, s := range servers {
-		l.starts[k] = int32(b.Len())
-		b.WriteString(s.hay)
-		b.WriteByte(0)
+// pageOf counts the servers ks of l that are in state st and returns the
+// page of them; the state lists keep l's order, so this is their order.
+func (l *list) pageOf(ks []int, st State, limit, offset int) (total int, page []*Server) {
+	for _, k := range ks {
+		s := l.servers[k]
+		if !st.has(s) {
+			continue
+		}
+		if total >= offset && len(page) < limit {
+			page = append(page, s)
+		}
+		total++
 	}
-	l.text = b.String()
-	return l
+	return total, page
 }
 
 func window(all []*Server, limit, offset int) []*Server {
@@ -132,6 +190,8 @@ func (s *snapshot) index(servers []*Server) {
 		}
 		s.listed[st] = newList(in)
 	}
+	all := &s.listed[StateAll]
+	all.index = suffixarray.New(all.text)
 	for _, sv := range servers {
 		sv.hay = "" // the lists hold it now
 	}
