@@ -58,8 +58,12 @@ type checker struct {
 	checks      *ratelimit.Limiter[clientKey] // nil: no limit
 	scans       *ratelimit.Limiter[clientKey] // nil: no fresh scans at all
 	contributed *ratelimit.Limiter[reportKey]
-	slot        chan struct{} // one fresh scan at a time for the whole node
-	cache       *scanCache
+	// contributors bounds the targets one client may count for a day, so a
+	// few addresses cannot fill the contributed table (whose overflow is
+	// shared) and so switch contributions off for everyone.
+	contributors *ratelimit.Limiter[clientKey]
+	slot         chan struct{} // one fresh scan at a time for the whole node
+	cache        *scanCache
 }
 
 // reportKey limits contributions to one per client, target and day, so one
@@ -70,6 +74,12 @@ type reportKey struct {
 }
 
 // newChecker builds the /check handler's state from a validated Config.
+// ContributionsPerClientDay is the most targets one client's contributions
+// count for in any 24 hours. With MaxCheckClients (client, target) pairs
+// tracked, filling that table takes MaxCheckClients/ContributionsPerClientDay
+// distinct clients in a day.
+const ContributionsPerClientDay = 50
+
 // checkSources are the node's parts /check reads: its targets (the
 // catalog), where contributions are counted, and the pattern set a fresh
 // scan uses (the crawler's).
@@ -105,6 +115,9 @@ func newChecker(cfg Config, key ed25519.PrivateKey, did string, src checkSources
 	}
 	if c.contributed, err = ratelimit.New[reportKey](limit(1, 24*time.Hour)); err != nil {
 		return nil, fmt.Errorf("making contribution limiter: %w", err)
+	}
+	if c.contributors, err = ratelimit.New[clientKey](limit(ContributionsPerClientDay, 24*time.Hour)); err != nil {
+		return nil, fmt.Errorf("making contributor limiter: %w", err)
 	}
 	return c, nil
 }

@@ -146,6 +146,9 @@ func (c *checker) contribute(q *checkQuery, t *CheckTarget, client clientKey, no
 	if ok, _ := c.contributed.Allow(reportKey{client, t.ID}); !ok {
 		return false
 	}
+	if ok, _ := c.contributors.Allow(client); !ok {
+		return false
+	}
 	if err := c.reports.AddClientReport(t.ID, q.digest, now.Format(checkDayLayout)); err != nil {
 		c.logger.Error("storing client report", "target", t.ID, "err", err)
 		return false

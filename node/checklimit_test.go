@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -213,5 +214,25 @@ func TestCheckLoopbackAddresses(t *testing.T) {
 	}
 	if code, _ := post(b); code != http.StatusOK {
 		t.Errorf("127.0.0.2's 2nd check: %d", code)
+	}
+}
+
+// TestContributionsPerClient: one client counts for at most
+// ContributionsPerClientDay targets a day; another client still counts.
+func TestContributionsPerClient(t *testing.T) {
+	f := newCheckFixture(t, nil)
+	c := f.checker()
+	digest := digestOf(t, toolsNow)
+	for i := range ContributionsPerClientDay + 1 {
+		tg := &CheckTarget{ID: fmt.Sprintf("%016x", i)}
+		q := &checkQuery{contribute: true, digest: digest}
+		want := i < ContributionsPerClientDay
+		if got := c.contribute(q, tg, keyOf(netip.MustParseAddr("192.0.2.7")), fixedNow()); got != want {
+			t.Fatalf("target %d: contributed %v, want %v", i, got, want)
+		}
+	}
+	q := &checkQuery{contribute: true, digest: digest}
+	if !c.contribute(q, &CheckTarget{ID: "00000000000000ff"}, keyOf(netip.MustParseAddr("192.0.2.8")), fixedNow()) {
+		t.Error("another client was refused")
 	}
 }

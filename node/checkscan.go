@@ -68,8 +68,7 @@ func (c *checker) patternScan(q *checkQuery, t *CheckTarget, client clientKey, l
 	default:
 		return encodeScan(map[string]any{"status": "busy", "note": noteBusy})
 	}
-	res := encodeScan(scanned(scan.ScanWith(c.patterns, entries, nil, c.limits), digest, ps))
-	<-c.slot
+	res := c.scanInSlot(entries, digest, ps)
 	if !observed {
 		_, observed = c.observedTools(lg, digest)
 	}
@@ -81,10 +80,18 @@ func (c *checker) patternScan(q *checkQuery, t *CheckTarget, client clientKey, l
 	return res
 }
 
+// scanInSlot runs one fresh scan holding the node's scan slot, which is
+// given back however the scan ends: a panic over hostile tools that
+// net/http recovers must not leave every later scan "busy".
+func (c *checker) scanInSlot(entries []any, digest, ps string) []byte {
+	defer func() { <-c.slot }()
+	return encodeScan(scanned(scan.ScanWith(c.patterns, entries, nil, c.limits), digest, ps))
+}
+
 // observedTools returns the canonical tool set the node keeps as evidence
 // under digest, or nil and false when it keeps none.
 func (c *checker) observedTools(lg Log, digest string) ([]any, bool) {
-	body, err := lg.Evidence("toolsets", digest)
+	body, err := lg.Evidence(hlog.EvidenceToolSets, digest)
 	if err != nil {
 		if !errors.Is(err, hlog.ErrNotFound) {
 			c.logger.Error("reading tool-set evidence", "digest", digest, "err", err)
