@@ -85,10 +85,14 @@ type Config struct {
 	// Now is the clock for head timestamps. Default time.Now; tests set it.
 	Now func() time.Time
 
-	// Registry receives the node's metrics (its HTTP API's, its log's and its
-	// crawler's, and the Go runtime and process collectors) and is what
-	// GET /metrics serves. Default: a registry of the node's own; never the
-	// global one, so two nodes in one process never mix their figures.
+	// Registry receives the node's metrics while it is open (Open registers
+	// them, Close unregisters them) and is what GET /metrics serves: its
+	// HTTP API's, its log's and its crawler's series, each with the constant
+	// label origin=LogOrigin, and the Go runtime and process collectors,
+	// which are the process's and registered once. So nodes of different
+	// logs may share one Registry, their series told apart by origin; two
+	// open nodes of the same LogOrigin may not (the second Open is refused).
+	// Default: a registry of the node's own; never the global one.
 	Registry *prometheus.Registry
 
 	// Profile is "dev" (the default) or "prod", with HISTOR's meaning: a
@@ -243,7 +247,7 @@ func (c *Config) applyDefaults() {
 		c.Profile = ProfileDev
 	}
 	c.Crawl.Logger = c.Logger
-	c.Crawl.Registerer = c.Registry
+	c.Crawl.Registerer = c.registerer()
 	if c.Crawl.PublicURL == "" {
 		c.Crawl.PublicURL = c.PublicURL
 	}
@@ -251,6 +255,13 @@ func (c *Config) applyDefaults() {
 		c.Crawl.Version = Version
 	}
 	c.applyCheckDefaults()
+}
+
+// registerer is where the node's own series go: Registry, with the
+// constant label origin=LogOrigin, so that nodes of different logs never mix
+// their figures in a shared Registry.
+func (c *Config) registerer() prometheus.Registerer {
+	return prometheus.WrapRegistererWith(prometheus.Labels{"origin": c.LogOrigin}, c.Registry)
 }
 
 // checkCrawl validates the crawler's settings (filling in their defaults)

@@ -56,8 +56,9 @@ type Node struct {
 	serving sync.RWMutex
 }
 
-// New validates cfg, creates DataDir if needed, loads the seed (generating
-// it on first start) and registers the node's metrics. It opens nothing.
+// New validates cfg, creates DataDir if needed and loads the seed
+// (generating it on first start). It opens nothing; Open registers the
+// node's metrics and Close unregisters them.
 func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -73,11 +74,7 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := newHTTPMetrics(cfg.Registry)
-	if err != nil {
-		return nil, err
-	}
-	return &Node{cfg: cfg, id: id, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight)}, nil
+	return &Node{cfg: cfg, id: id, metrics: newHTTPMetrics(), slots: make(chan struct{}, cfg.MaxInFlight)}, nil
 }
 
 func loadOrGenerateSeed(path string, logger *slog.Logger) (*keys.Seed, error) {

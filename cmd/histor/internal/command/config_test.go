@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
 
 	"github.com/histor-observer/histor/node"
@@ -180,8 +181,13 @@ func TestNodeSettingsMapping(t *testing.T) {
 	if cfg.Profile != node.ProfileProd || cfg.OperatorToken != "0123456789abcdef01234567" || cfg.CrawlInterval != 6*time.Hour {
 		t.Errorf("profile %q, token %q, interval %v", cfg.Profile, cfg.OperatorToken, cfg.CrawlInterval)
 	}
-	if cfg.Crawl.Logger != cfg.Logger || cfg.Crawl.Registerer != cfg.Registry || cfg.Registry == nil || cfg.Crawl.Version != node.Version {
+	if cfg.Crawl.Logger != cfg.Logger || cfg.Crawl.Registerer == nil || cfg.Registry == nil || cfg.Crawl.Version != node.Version {
 		t.Error("the crawl's logger, registerer and version are not the node's")
+	}
+	probe := prometheus.NewGauge(prometheus.GaugeOpts{Name: "probe", Help: "probe"})
+	cfg.Crawl.Registerer.MustRegister(probe)
+	if fams, err := cfg.Registry.Gather(); err != nil || len(fams) != 1 || fams[0].GetMetric()[0].GetLabel()[0].GetValue() != cfg.LogOrigin {
+		t.Errorf("the crawl's registerer does not reach the node's registry with its origin label: %v %v", fams, err)
 	}
 	for name, args := range map[string][]string{
 		"short token":     {"serve", "--data", "/d", "--profile", "prod", "--public-url", "https://o.example", "--operator-token", "short"},
