@@ -16,9 +16,12 @@ import (
 // the operator starts. At most one runs at a time. Every crawl runs under
 // the part's own context, so stop ends them all, whoever started them.
 type crawls struct {
-	run    func(context.Context) (*crawl.Summary, error) // one crawl; the crawler's Run
-	logger *slog.Logger
-	now    func() time.Time
+	run func(context.Context) (*crawl.Summary, error) // one crawl; the crawler's Run
+	// progress is how far the running crawl is (the crawler's Progress);
+	// nil reports none.
+	progress func() (crawl.ProgressSnapshot, bool)
+	logger   *slog.Logger
+	now      func() time.Time
 
 	ctx    context.Context // ends at stop
 	cancel context.CancelFunc
@@ -141,6 +144,23 @@ func (c *crawls) status() (running bool, lastErr *string) {
 		return !c.since.IsZero(), nil
 	}
 	return !c.since.IsZero(), c.lastErr
+}
+
+// current is /api/v1/stats' view of the running crawl: when it began and,
+// once it has read the registry, how far it is. ok is false when none runs.
+func (c *crawls) current() (since time.Time, progress *crawl.ProgressSnapshot, ok bool) {
+	c.mu.Lock()
+	since = c.since
+	c.mu.Unlock()
+	if since.IsZero() {
+		return time.Time{}, nil, false
+	}
+	if c.progress != nil {
+		if p, ok := c.progress(); ok {
+			progress = &p
+		}
+	}
+	return since, progress, true
 }
 
 // jitter spreads d by ±10%, so a fleet of nodes restarted together does not

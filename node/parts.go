@@ -147,6 +147,7 @@ func (n *Node) closeCatalog() error {
 
 func (n *Node) openCrawls(context.Context) error {
 	n.crawls = newCrawls(crawlAndReload(n.cr, n.catalog, n.cfg.Logger), n.state, n.cfg.Logger, n.now)
+	n.crawls.progress = n.cr.Progress
 	return nil
 }
 
