@@ -115,11 +115,15 @@ type Config struct {
 	// lives in DataDir/state.
 	Crawl crawl.Config
 
-	// CrawlInterval is how often a serving node crawls: once at start, in
-	// the background, and then CrawlInterval (±10% jitter, so a fleet
-	// restarted together does not crawl in lockstep) after each crawl ends.
-	// 0, the default, never crawls on a schedule; the operator can still
-	// start a crawl (POST /api/v1/admin/crawl), and "histor crawl" runs one.
+	// CrawlInterval is how often a serving node crawls, in the background,
+	// counted as HISTOR counts it: the next crawl starts CrawlInterval (±10%
+	// jitter, so a fleet restarted together does not crawl in lockstep)
+	// after the newest recorded crawl started, at once when none is recorded
+	// or that time has passed, so a restart does not crawl again at once. A
+	// crawl that failed (or was cut short by a stop) is retried min(interval,
+	// 1h) after it ended. 0, the default, never crawls on a schedule; the
+	// operator can still start a crawl (POST /api/v1/admin/crawl), and
+	// "histor crawl" runs one.
 	CrawlInterval time.Duration
 
 	// POST /api/v1/check. Limits count per client: an IPv4 address or an
