@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"time"
 
@@ -93,10 +94,16 @@ func (a *api) serveStats(w http.ResponseWriter, r *http.Request) {
 	a.writeJSON(w, r, out)
 }
 
+// logStats describes the head /api/v1/log/sth serves, so the two agree on
+// sthTimestamp.
 func (a *api) logStats() logStats {
-	h := a.log.Latest()
-	if h.Size == 0 {
+	h, err := a.latestSTH()
+	switch {
+	case errors.Is(err, errEmptyLog):
 		return logStats{}
+	case err != nil:
+		a.logger.Error("reading head for stats", "err", err)
+		h = a.log.Latest() // signed too, only newer
 	}
 	return logStats{h.Size, hex.EncodeToString(h.Root[:]), catalog.FormatTime(h.Time)}
 }
