@@ -82,7 +82,11 @@ type Config struct {
 	// Logger receives the node's structured logs. Default: discarded.
 	Logger *slog.Logger
 
-	// Now is the clock for head timestamps. Default time.Now; tests set it.
+	// Now is the node's clock: it dates heads, /check answers (checkedAt)
+	// and the client reports they count, and the start of each crawl; it
+	// times the crawl schedule's waits and the reading API's windows (the
+	// change counts of /api/v1/stats, badge ages). Labels take Crawl.Now;
+	// rate limits count real time. Default time.Now; tests set it.
 	Now func() time.Time
 
 	// Registry receives the node's metrics while it is open (Open registers
@@ -159,7 +163,13 @@ const (
 	DefaultCacheBytes  = 64 << 20
 	DefaultMaxInFlight = 64
 	MaxMaxInFlight     = 1 << 16
-	defaultHeaderMax   = 16 << 10
+
+	DefaultMaxHeaderBytes    = 16 << 10
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 10 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultShutdownTimeout   = 10 * time.Second
 
 	ProfileDev  = "dev"
 	ProfileProd = "prod"
@@ -227,13 +237,13 @@ func (c *Config) applyDefaults() {
 	if c.MaxEntries == 0 {
 		c.MaxEntries = DefaultMaxEntries
 	}
-	def(&c.ReadHeaderTimeout, 5*time.Second)
-	def(&c.ReadTimeout, 10*time.Second)
-	def(&c.WriteTimeout, 30*time.Second)
-	def(&c.IdleTimeout, 120*time.Second)
-	def(&c.ShutdownTimeout, 10*time.Second)
+	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	def(&c.ReadTimeout, DefaultReadTimeout)
+	def(&c.WriteTimeout, DefaultWriteTimeout)
+	def(&c.IdleTimeout, DefaultIdleTimeout)
+	def(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	if c.MaxHeaderBytes == 0 {
-		c.MaxHeaderBytes = defaultHeaderMax
+		c.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if c.CacheBytes == 0 {
 		c.CacheBytes = DefaultCacheBytes
