@@ -114,9 +114,9 @@ type Config struct {
 
 	// Crawl configures the crawler the node runs over its log: registry,
 	// workers, bounds, pattern and record sets, opt-out list (crawl.Config
-	// documents each). The node sets its Logger and Registerer to the node's
-	// own, and its PublicURL and Version when they are empty; crawl state
-	// lives in DataDir/state.
+	// documents each). The node sets its Logger to the node's own, its
+	// Registerer to Registry with the node's origin label, and its PublicURL
+	// and Version when they are empty; crawl state lives in DataDir/state.
 	Crawl crawl.Config
 
 	// CrawlInterval is how often a serving node crawls, in the background,
