@@ -46,15 +46,15 @@ type Crawler struct {
 	metrics *metrics
 
 	running atomic.Bool
-	lastErr atomic.Pointer[string]
+	// progress counts the running crawl's targets, for Progress; it is
+	// Config.Progress when one was given (which also draws it).
+	progress *Progress
 }
 
 // New validates cfg and prepares a crawler that appends to l, signs labels
-// with key (whose did:key is did) and remembers targets in st.
-func New(cfg Config, l *hlog.Log, key ed25519.PrivateKey, did string, st *state.Store, logger *slog.Logger) (*Crawler, error) {
-	if logger != nil {
-		cfg.Logger = logger
-	}
+// with key (whose did:key is did) and remembers targets in st. Its metrics
+// are registered with cfg.Registerer until Close.
+func New(cfg Config, l *hlog.Log, key ed25519.PrivateKey, did string, st *state.Store) (*Crawler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -65,17 +65,22 @@ func New(cfg Config, l *hlog.Log, key ed25519.PrivateKey, did string, st *state.
 	if cfg.AllowPrivateTargets {
 		c.logger.Warn("CRAWLING PRIVATE TARGETS: http:// and loopback/private addresses are allowed; for tests and local demos only")
 	}
+	if c.cfg.Progress == nil {
+		c.cfg.Progress = newCounter()
+	}
+	c.progress = c.cfg.Progress
 	if err := c.loadSets(); err != nil {
 		return nil, err
 	}
+	if err := c.buildClient(); err != nil {
+		return nil, err
+	}
+	// Registered last, so a crawler New refuses leaves nothing registered.
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	c.metrics = m
-	if err := c.buildClient(); err != nil {
-		return nil, err
-	}
 	return c, nil
 }
 
@@ -147,20 +152,23 @@ func (c *Crawler) PatternSet() *scan.PatternSet { return c.patterns }
 // RecordSet is the threat record set the crawler's name-threat labels use.
 func (c *Crawler) RecordSet() *scan.RecordSet { return c.records }
 
-// Close releases the idle connections the crawler keeps between requests.
-// The crawler may still be used afterwards; it opens new ones as needed.
-func (c *Crawler) Close() { c.guard.Client().CloseIdleConnections() }
+// Close unregisters the crawler's metrics, so a crawler built afterwards
+// over the same registry (a node closed and opened again) can register its
+// own, and releases the idle connections kept between requests. It is safe
+// to call more than once. A crawl may still run afterwards, uncounted.
+func (c *Crawler) Close() {
+	c.metrics.unregister()
+	c.guard.Client().CloseIdleConnections()
+}
 
-// Running reports whether a crawl is in progress; LastError is the error of
-// the last crawl, "" if it succeeded. Both are for /health.
-func (c *Crawler) Running() bool { return c.running.Load() }
-
-// LastError is the error the last finished crawl ended with, "" if none.
-func (c *Crawler) LastError() string {
-	if p := c.lastErr.Load(); p != nil {
-		return *p
+// Progress reports how far the running crawl is: Done of Of targets
+// committed. ok is false when no crawl is running or the running one has
+// not finished reading the registry yet.
+func (c *Crawler) Progress() (p ProgressSnapshot, ok bool) {
+	if !c.running.Load() {
+		return ProgressSnapshot{}, false
 	}
-	return ""
+	return c.progress.snapshot()
 }
 
 // Run performs one full crawl and signs a head after it. The summary is
@@ -170,6 +178,8 @@ func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
 		return nil, ErrRunning
 	}
 	defer c.running.Store(false)
+	c.progress.reset()
+	defer c.progress.reset()
 	// Every observation checks (and pins) its address afresh; forgetting the
 	// pins after a crawl keeps a long-running node from holding one for
 	// every host it ever saw.
@@ -180,7 +190,6 @@ func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
 	if err != nil {
 		msg = err.Error()
 	}
-	c.lastErr.Store(&msg)
 	if rerr := c.st.AddRun(sum.run(msg)); rerr != nil && err == nil {
 		err = rerr
 	}

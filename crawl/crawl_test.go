@@ -525,7 +525,7 @@ func TestConfigRefusesUnsafeBounds(t *testing.T) {
 	} {
 		cfg := crawl.Config{Registry: "http://127.0.0.1:1", AllowPrivateTargets: true, Logger: slog.New(slog.DiscardHandler)}
 		edit(&cfg)
-		if _, err := crawl.New(cfg, e.log, e.key, e.did, e.st, nil); err == nil {
+		if _, err := crawl.New(cfg, e.log, e.key, e.did, e.st); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

@@ -66,7 +66,7 @@ func (e *env) crawler(t testing.TB, base string, edit func(*crawl.Config)) *craw
 	if edit != nil {
 		edit(&cfg)
 	}
-	c, err := crawl.New(cfg, e.log, e.key, e.did, e.st, nil)
+	c, err := crawl.New(cfg, e.log, e.key, e.did, e.st)
 	if err != nil {
 		t.Fatal(err)
 	}

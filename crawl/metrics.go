@@ -8,8 +8,13 @@ import (
 )
 
 // metrics are the crawl's Prometheus metrics. They are always kept, and
-// registered only with the registry Config.Registerer names.
+// registered only with the registry Config.Registerer names, from New to
+// Close: registration is strict, so two crawlers on one registry need it
+// wrapped with a label that tells them apart (the node adds its origin).
 type metrics struct {
+	reg prometheus.Registerer // nil: registered nowhere
+	all []prometheus.Collector
+
 	targets  *prometheus.GaugeVec   // by status, of the latest crawl
 	duration prometheus.Histogram   // whole crawls
 	labels   *prometheus.CounterVec // by method
@@ -42,10 +47,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.targets, m.duration, m.labels, m.changes, m.runs} {
 		if err := reg.Register(c); err != nil {
+			m.unregister()
 			return nil, fmt.Errorf("registering crawl metrics: %w", err)
 		}
+		m.reg, m.all = reg, append(m.all, c)
 	}
 	return m, nil
+}
+
+// unregister removes the registered metrics from the registry, once.
+func (m *metrics) unregister() {
+	for _, c := range m.all {
+		m.reg.Unregister(c)
+	}
+	m.all = nil
 }
 
 // record adds one finished crawl.

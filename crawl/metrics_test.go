@@ -39,7 +39,7 @@ func TestMetrics(t *testing.T) {
 	if len(got) != 8 {
 		t.Errorf("series %v", got)
 	}
-	if _, err := crawl.New(crawl.Config{Registry: reg.URL, AllowPrivateTargets: true, Registerer: pr}, e.log, e.key, e.did, e.st, nil); err == nil {
+	if _, err := crawl.New(crawl.Config{Registry: reg.URL, AllowPrivateTargets: true, Registerer: pr}, e.log, e.key, e.did, e.st); err == nil {
 		t.Error("a second crawler registered the same metrics")
 	}
 }
@@ -70,4 +70,29 @@ func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestCloseUnregistersMetrics: a crawler closed leaves the registry free for
+// the next one over the same registry (a node closed and opened again), and
+// the next one's figures are its own.
+func TestCloseUnregistersMetrics(t *testing.T) {
+	e := newEnv(t)
+	srv := serve(t, stateless(toolServer(baseTools)))
+	reg := registrytest.Server(t, []registrytest.Entry{
+		{Name: "io.example/up", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: srv.URL + "/mcp"}}},
+	})
+	pr := prometheus.NewRegistry()
+	first := e.crawler(t, reg.URL, func(cfg *crawl.Config) { cfg.Registerer = pr })
+	e.run(t, first)
+	first.Close()
+	first.Close() // twice is harmless
+	if got := gathered(t, pr); len(got) != 0 {
+		t.Fatalf("after Close the registry still holds %v", got)
+	}
+	second := e.crawler(t, reg.URL, func(cfg *crawl.Config) { cfg.Registerer = pr })
+	defer second.Close()
+	e.run(t, second)
+	if got := gathered(t, pr)["histor_crawl_runs_total{result=ok}"]; got != 1 {
+		t.Errorf("histor_crawl_runs_total{result=ok} = %v after the second crawler's one crawl, want 1", got)
+	}
 }

@@ -11,19 +11,21 @@ import (
 
 // Progress shows a crawl's progress: a bar redrawn in place on a terminal,
 // or a plain line every Interval otherwise (a log file must not fill with
-// carriage returns). A nil *Progress shows nothing.
+// carriage returns). A nil *Progress shows nothing. Whatever it shows, it
+// also counts for Crawler.Progress.
 type Progress struct {
 	w        io.Writer
 	tty      bool
 	interval time.Duration
 	now      func() time.Time
 
-	mu    sync.Mutex
-	total int
-	done  int
-	ok    int
-	began time.Time
-	last  time.Time // last line written; guarded by mu
+	mu      sync.Mutex
+	started bool // start was called since the last reset
+	total   int
+	done    int
+	ok      int
+	began   time.Time
+	last    time.Time // last line written; guarded by mu
 }
 
 // NewProgress writes to w; tty selects the in-place bar. Plain lines come at
@@ -33,6 +35,30 @@ func NewProgress(w io.Writer, tty bool, interval time.Duration) *Progress {
 		interval = 10 * time.Second
 	}
 	return &Progress{w: w, tty: tty, interval: interval, now: time.Now}
+}
+
+// ProgressSnapshot is how far a crawl is: Done of Of targets committed.
+type ProgressSnapshot struct {
+	Done int
+	Of   int
+}
+
+// newCounter is a Progress that only counts, for a crawler given none to
+// draw.
+func newCounter() *Progress { return &Progress{interval: time.Hour, now: time.Now} }
+
+// snapshot is the counts since start; ok is false before start.
+func (p *Progress) snapshot() (ProgressSnapshot, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return ProgressSnapshot{Done: p.done, Of: p.total}, p.started
+}
+
+// reset forgets the last crawl's counts.
+func (p *Progress) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.started, p.total, p.done, p.ok = false, 0, 0, 0
 }
 
 // IsTerminal reports whether f is a character device (a terminal), the
@@ -48,7 +74,7 @@ func (p *Progress) start(total int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.total, p.done, p.ok = total, 0, 0
+	p.started, p.total, p.done, p.ok = true, total, 0, 0
 	p.began = p.now()
 	p.last = p.began
 }
@@ -68,7 +94,7 @@ func (p *Progress) step(status string) {
 	if p.tty {
 		gap = 100 * time.Millisecond
 	}
-	if now.Sub(p.last) >= gap || p.done == p.total {
+	if p.w != nil && (now.Sub(p.last) >= gap || p.done == p.total) {
 		p.last = now
 		p.draw(now)
 	}
@@ -80,7 +106,7 @@ func (p *Progress) finish() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.tty {
+	if p.tty && p.w != nil {
 		fmt.Fprintln(p.w)
 	}
 }

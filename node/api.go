@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/histor-observer/histor/crawl"
 	hlog "github.com/histor-observer/histor/log"
 )
 
@@ -59,6 +60,9 @@ type crawlControl interface {
 	// start begins a crawl in the background unless one is running; since
 	// is when the running one began.
 	start() (started bool, since time.Time)
+	// current: the running crawl's start and progress (nil until it has
+	// read the registry); ok false when none runs.
+	current() (since time.Time, progress *crawl.ProgressSnapshot, ok bool)
 }
 
 // fail answers an error from one of the api's handlers.

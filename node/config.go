@@ -82,13 +82,21 @@ type Config struct {
 	// Logger receives the node's structured logs. Default: discarded.
 	Logger *slog.Logger
 
-	// Now is the clock for head timestamps. Default time.Now; tests set it.
+	// Now is the node's clock: it dates heads, /check answers (checkedAt)
+	// and the client reports they count, and the start of each crawl; it
+	// times the crawl schedule's waits and the reading API's windows (the
+	// change counts of /api/v1/stats, badge ages). Labels take Crawl.Now;
+	// rate limits count real time. Default time.Now; tests set it.
 	Now func() time.Time
 
-	// Registry receives the node's metrics (its HTTP API's, its log's and its
-	// crawler's, and the Go runtime and process collectors) and is what
-	// GET /metrics serves. Default: a registry of the node's own; never the
-	// global one, so two nodes in one process never mix their figures.
+	// Registry receives the node's metrics while it is open (Open registers
+	// them, Close unregisters them) and is what GET /metrics serves: its
+	// HTTP API's, its log's and its crawler's series, each with the constant
+	// label origin=LogOrigin, and the Go runtime and process collectors,
+	// which are the process's and registered once. So nodes of different
+	// logs may share one Registry, their series told apart by origin; two
+	// open nodes of the same LogOrigin may not (the second Open is refused).
+	// Default: a registry of the node's own; never the global one.
 	Registry *prometheus.Registry
 
 	// Profile is "dev" (the default) or "prod", with HISTOR's meaning: a
@@ -106,16 +114,20 @@ type Config struct {
 
 	// Crawl configures the crawler the node runs over its log: registry,
 	// workers, bounds, pattern and record sets, opt-out list (crawl.Config
-	// documents each). The node sets its Logger and Registerer to the node's
-	// own, and its PublicURL and Version when they are empty; crawl state
-	// lives in DataDir/state.
+	// documents each). The node sets its Logger to the node's own, its
+	// Registerer to Registry with the node's origin label, and its PublicURL
+	// and Version when they are empty; crawl state lives in DataDir/state.
 	Crawl crawl.Config
 
-	// CrawlInterval is how often a serving node crawls: once at start, in
-	// the background, and then CrawlInterval (±10% jitter, so a fleet
-	// restarted together does not crawl in lockstep) after each crawl ends.
-	// 0, the default, never crawls on a schedule; the operator can still
-	// start a crawl (POST /api/v1/admin/crawl), and "histor crawl" runs one.
+	// CrawlInterval is how often a serving node crawls, in the background,
+	// counted as HISTOR counts it: the next crawl starts CrawlInterval (±10%
+	// jitter, so a fleet restarted together does not crawl in lockstep)
+	// after the newest recorded crawl started, at once when none is recorded
+	// or that time has passed, so a restart does not crawl again at once. A
+	// crawl that failed (or was cut short by a stop) is retried min(interval,
+	// 1h) after it ended. 0, the default, never crawls on a schedule; the
+	// operator can still start a crawl (POST /api/v1/admin/crawl), and
+	// "histor crawl" runs one.
 	CrawlInterval time.Duration
 
 	// POST /api/v1/check. Limits count per client: an IPv4 address or an
@@ -151,7 +163,13 @@ const (
 	DefaultCacheBytes  = 64 << 20
 	DefaultMaxInFlight = 64
 	MaxMaxInFlight     = 1 << 16
-	defaultHeaderMax   = 16 << 10
+
+	DefaultMaxHeaderBytes    = 16 << 10
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 10 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultShutdownTimeout   = 10 * time.Second
 
 	ProfileDev  = "dev"
 	ProfileProd = "prod"
@@ -219,13 +237,13 @@ func (c *Config) applyDefaults() {
 	if c.MaxEntries == 0 {
 		c.MaxEntries = DefaultMaxEntries
 	}
-	def(&c.ReadHeaderTimeout, 5*time.Second)
-	def(&c.ReadTimeout, 10*time.Second)
-	def(&c.WriteTimeout, 30*time.Second)
-	def(&c.IdleTimeout, 120*time.Second)
-	def(&c.ShutdownTimeout, 10*time.Second)
+	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	def(&c.ReadTimeout, DefaultReadTimeout)
+	def(&c.WriteTimeout, DefaultWriteTimeout)
+	def(&c.IdleTimeout, DefaultIdleTimeout)
+	def(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	if c.MaxHeaderBytes == 0 {
-		c.MaxHeaderBytes = defaultHeaderMax
+		c.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if c.CacheBytes == 0 {
 		c.CacheBytes = DefaultCacheBytes
@@ -243,7 +261,7 @@ func (c *Config) applyDefaults() {
 		c.Profile = ProfileDev
 	}
 	c.Crawl.Logger = c.Logger
-	c.Crawl.Registerer = c.Registry
+	c.Crawl.Registerer = c.registerer()
 	if c.Crawl.PublicURL == "" {
 		c.Crawl.PublicURL = c.PublicURL
 	}
@@ -251,6 +269,13 @@ func (c *Config) applyDefaults() {
 		c.Crawl.Version = Version
 	}
 	c.applyCheckDefaults()
+}
+
+// registerer is where the node's own series go: Registry, with the
+// constant label origin=LogOrigin, so that nodes of different logs never mix
+// their figures in a shared Registry.
+func (c *Config) registerer() prometheus.Registerer {
+	return prometheus.WrapRegistererWith(prometheus.Labels{"origin": c.LogOrigin}, c.Registry)
 }
 
 // checkCrawl validates the crawler's settings (filling in their defaults)

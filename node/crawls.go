@@ -16,9 +16,12 @@ import (
 // the operator starts. At most one runs at a time. Every crawl runs under
 // the part's own context, so stop ends them all, whoever started them.
 type crawls struct {
-	run    func(context.Context) (*crawl.Summary, error) // one crawl; the crawler's Run
-	logger *slog.Logger
-	now    func() time.Time
+	run func(context.Context) (*crawl.Summary, error) // one crawl; the crawler's Run
+	// progress is how far the running crawl is (the crawler's Progress);
+	// nil reports none.
+	progress func() (crawl.ProgressSnapshot, bool)
+	logger   *slog.Logger
+	now      func() time.Time
 
 	ctx    context.Context // ends at stop
 	cancel context.CancelFunc
@@ -31,11 +34,23 @@ type crawls struct {
 	// lastErr is the error the newest finished crawl ended with: nil for
 	// none (or no crawl recorded yet), "" never stored.
 	lastErr *string
+	last    lastRun // the newest finished crawl, for the schedule
 }
 
-// newCrawls prepares the crawl part. The error of the newest crawl recorded
-// in st (if any) is what /health reports until this process finishes one,
-// as HISTOR reads it back from its runs table after a restart.
+// lastRun is what the schedule needs of the newest finished crawl.
+type lastRun struct {
+	started, ended time.Time // zero started: no crawl recorded
+	failed         bool
+}
+
+// retryAfter bounds how long the schedule waits after a failed crawl, as
+// HISTOR retries within the hour rather than lose a day of history.
+const retryAfter = time.Hour
+
+// newCrawls prepares the crawl part. The newest crawl recorded in st (if
+// any) is what the schedule counts from, and its error what /health reports
+// until this process finishes one, as HISTOR reads both back from its runs
+// table after a restart.
 func newCrawls(run func(context.Context) (*crawl.Summary, error), st *state.Store, logger *slog.Logger, now func() time.Time) *crawls {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &crawls{run: run, logger: logger, now: now, ctx: ctx, cancel: cancel}
@@ -43,11 +58,16 @@ func newCrawls(run func(context.Context) (*crawl.Summary, error), st *state.Stor
 		return c
 	}
 	runs, err := st.Runs(1)
-	switch {
-	case err != nil:
+	if err != nil {
 		logger.Warn("reading the last crawl run", "err", err)
-	case len(runs) == 1 && runs[0].Error != "":
-		c.lastErr = &runs[0].Error
+		return c
+	}
+	if len(runs) == 1 {
+		r := runs[0]
+		c.last = lastRun{started: r.Started, ended: r.Ended, failed: r.Error != ""}
+		if r.Error != "" {
+			c.lastErr = &r.Error
+		}
 	}
 	return c
 }
@@ -89,13 +109,21 @@ func (c *crawls) crawl() {
 		}
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !errors.Is(err, crawl.ErrRunning) { // a crawl this part did not start is not ours to count
+		c.last = lastRun{started: c.since, ended: c.now(), failed: err != nil}
+	}
 	c.since, c.lastErr = time.Time{}, &msg
-	c.mu.Unlock()
 }
 
-// schedule starts the crawl schedule, once: a crawl now, then one every
-// interval (±10%) after the previous one ends. A tick that finds a crawl
-// running (the operator's) skips it.
+// schedule starts the crawl schedule, once. Like HISTOR's, it counts from
+// the newest crawl, whoever started it and whether this process or an
+// earlier one ran it: the next crawl starts interval (±10%) after the last
+// one started, or, when that one failed, min(interval, 1h) (±10%) after it
+// ended; at once when none is recorded or the time has passed. So a restart
+// neither crawls again at once nor loses a day to one failed night. A tick
+// that finds a crawl running (the operator's) skips it and looks again
+// min(interval, 1h) later.
 func (c *crawls) schedule(interval time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -107,20 +135,46 @@ func (c *crawls) schedule(interval time.Duration) {
 }
 
 func (c *crawls) loop(interval time.Duration) {
+	wait := c.wait(interval)
 	for {
-		if _, ok := c.begin(); ok {
-			c.crawl()
-		} else if c.ctx.Err() == nil {
-			c.logger.Info("scheduled crawl skipped: a crawl is running")
-		}
-		t := time.NewTimer(jitter(interval))
+		t := time.NewTimer(wait)
 		select {
 		case <-c.ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
+		_, ok := c.begin()
+		switch {
+		case ok:
+			c.crawl()
+			wait = c.wait(interval)
+		case c.ctx.Err() != nil:
+			return
+		default:
+			c.logger.Info("scheduled crawl skipped: a crawl is running")
+			wait = jitter(min(interval, retryAfter))
+		}
 	}
+}
+
+// wait is how long the schedule waits from now for its next crawl, clamped
+// to 0..the full wait (a last run dated in the future waits no longer).
+func (c *crawls) wait(interval time.Duration) time.Duration {
+	c.mu.Lock()
+	last := c.last
+	c.mu.Unlock()
+	if last.started.IsZero() {
+		return 0
+	}
+	from, full := last.started, jitter(interval)
+	if last.failed {
+		from, full = last.ended, jitter(min(interval, retryAfter))
+		if from.IsZero() {
+			from = last.started
+		}
+	}
+	return max(0, min(full, full-c.now().Sub(from)))
 }
 
 // stop cancels the schedule and any crawl in progress and waits for them.
@@ -141,6 +195,23 @@ func (c *crawls) status() (running bool, lastErr *string) {
 		return !c.since.IsZero(), nil
 	}
 	return !c.since.IsZero(), c.lastErr
+}
+
+// current is /api/v1/stats' view of the running crawl: when it began and,
+// once it has read the registry, how far it is. ok is false when none runs.
+func (c *crawls) current() (since time.Time, progress *crawl.ProgressSnapshot, ok bool) {
+	c.mu.Lock()
+	since = c.since
+	c.mu.Unlock()
+	if since.IsZero() {
+		return time.Time{}, nil, false
+	}
+	if c.progress != nil {
+		if p, ok := c.progress(); ok {
+			progress = &p
+		}
+	}
+	return since, progress, true
 }
 
 // jitter spreads d by ±10%, so a fleet of nodes restarted together does not

@@ -1,21 +1,33 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/crawl/registry/registrytest"
 )
 
 // stubCrawls is a crawlControl whose answers the test sets.
 type stubCrawls struct {
-	running bool
-	lastErr *string
-	since   time.Time
-	starts  int
+	running  bool
+	lastErr  *string
+	since    time.Time
+	progress *crawl.ProgressSnapshot
+	starts   int
 }
 
 func (s *stubCrawls) status() (bool, *string) { return s.running, s.lastErr }
+
+func (s *stubCrawls) current() (time.Time, *crawl.ProgressSnapshot, bool) {
+	return s.since, s.progress, s.running
+}
 
 func (s *stubCrawls) start() (bool, time.Time) {
 	if s.running {
@@ -60,5 +72,93 @@ func TestHealthReportsCrawl(t *testing.T) {
 				t.Errorf("health %s, want %s", b, tc.want)
 			}
 		})
+	}
+}
+
+// heldMCP is an MCP server that holds every request until released, and
+// says when the first one arrived: a crawl meeting it stays mid-way.
+type heldMCP struct {
+	arrived chan struct{}
+	release chan struct{}
+	srv     *httptest.Server
+}
+
+func newHeldMCP(t *testing.T) *heldMCP {
+	h := &heldMCP{arrived: make(chan struct{}, 1), release: make(chan struct{})}
+	s := mcp.NewServer(&mcp.Implementation{Name: "held", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			panic("a tool was called")
+		})
+	next := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case h.arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-h.release:
+			next.ServeHTTP(w, r)
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+// TestStatsReportsRunningCrawl: while a crawl runs, /api/v1/stats carries
+// when it began and how far it is; before and after, both are null.
+func TestStatsReportsRunningCrawl(t *testing.T) {
+	held := newHeldMCP(t)
+	reg := registrytest.Server(t, []registrytest.Entry{
+		{Name: "io.example/held", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: held.srv.URL + "/mcp"}}},
+		{Name: "io.example/templated", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: "https://{tenant}.example.com/mcp"}}},
+	})
+	nd, err := New(Config{DataDir: t.TempDir(), OperatorToken: "operator-secret", Now: fixedNow,
+		Crawl: crawl.Config{Registry: reg.URL, AllowPrivateTargets: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nd.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer nd.Close()
+	type crawlMember struct {
+		Running      bool            `json:"running"`
+		RunningSince *string         `json:"runningSince"`
+		Progress     json.RawMessage `json:"progress"`
+	}
+	stats := func() crawlMember {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		nd.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/stats", nil))
+		var got struct{ Crawl crawlMember }
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+			t.Fatalf("stats %d %s: %v", rec.Code, rec.Body, err)
+		}
+		return got.Crawl
+	}
+	if c := stats(); c.Running || c.RunningSince != nil || string(c.Progress) != "null" {
+		t.Errorf("before any crawl: %+v %s", c, c.Progress)
+	}
+	req := httptest.NewRequest("POST", "/api/v1/admin/crawl", nil)
+	req.Header.Set("x-histor-operator", "operator-secret")
+	nd.Handler().ServeHTTP(httptest.NewRecorder(), req)
+	<-held.arrived
+	c := stats()
+	var p struct{ Done, Of int }
+	if err := json.Unmarshal(c.Progress, &p); err != nil || p.Of != 2 || p.Done >= p.Of {
+		t.Errorf("progress mid-crawl %s (%v), want 2 targets and fewer done", c.Progress, err)
+	}
+	if !c.Running || c.RunningSince == nil || *c.RunningSince != "2026-09-23T09:13:04Z" {
+		t.Errorf("mid-crawl: running %v since %v, want since the node's clock", c.Running, c.RunningSince)
+	}
+	close(held.release)
+	nd.mu.Lock()
+	crawls := nd.crawls
+	nd.mu.Unlock()
+	crawls.stop() // waits for the crawl to end
+	if c := stats(); c.Running || c.RunningSince != nil || string(c.Progress) != "null" {
+		t.Errorf("after the crawl: %+v %s", c, c.Progress)
 	}
 }

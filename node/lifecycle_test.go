@@ -16,7 +16,7 @@ import (
 )
 
 // TestPartsOrder: the parts open in order and close in reverse — the API,
-// then the crawls, the crawler, the crawl state, the log — and a part that
+// then the crawls, the crawler, the crawl state, the log, the metrics — and a part that
 // fails to open closes the ones before it, in reverse, and no others.
 func TestPartsOrder(t *testing.T) {
 	var n Node
@@ -24,7 +24,7 @@ func TestPartsOrder(t *testing.T) {
 	for _, p := range n.parts() {
 		names = append(names, p.name)
 	}
-	if want := []string{"log", "crawl state", "crawler", "catalog", "crawls", "api"}; !slices.Equal(names, want) {
+	if want := []string{"metrics", "log", "crawl state", "crawler", "catalog", "crawls", "api"}; !slices.Equal(names, want) {
 		t.Fatalf("parts %v, want %v", names, want)
 	}
 

@@ -14,18 +14,38 @@ import (
 // end is given, as in HISTOR.
 const defaultEntriesSpan = 100
 
-// serveLatestSTH answers /api/v1/log/sth: the latest signed head, or, as
-// HISTOR (which never signs a head over an empty tree) does, 404 until the
-// first label. The log keeps a size-0 head for its C2SP checkpoint, which
-// witnesses accept; HISTOR's auditors would keep a size-0 STH and be stuck.
+// serveLatestSTH answers /api/v1/log/sth: the first head signed at the
+// latest size, the same document /api/v1/log/sth/<size> serves for it, as
+// HISTOR keeps one head per size (every crawl signs a fresh head, at the
+// same size when it appended nothing; /log/checkpoint serves the newest).
+// As HISTOR, which never signs a head over an empty tree, it answers 404
+// until the first label: the log keeps a size-0 head for its C2SP
+// checkpoint, which witnesses accept, but HISTOR's auditors would keep a
+// size-0 STH and be stuck.
 func (a *api) serveLatestSTH(w http.ResponseWriter, r *http.Request) {
-	head := a.log.Latest()
-	if head.Size == 0 {
+	head, err := a.latestSTH()
+	switch {
+	case errors.Is(err, errEmptyLog):
 		a.fail(w, http.StatusNotFound, detailEmptyLog)
+		return
+	case err != nil:
+		a.internal(w, r, "reading head", err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-cache")
 	writeBody(w, "application/json", head.STH)
+}
+
+// errEmptyLog: the log has no entries, so no histor.sth/v1 head to serve.
+var errEmptyLog = errors.New(detailEmptyLog)
+
+// latestSTH is the first head signed at the latest size.
+func (a *api) latestSTH() (hlog.Head, error) {
+	size := a.log.Latest().Size
+	if size == 0 {
+		return hlog.Head{}, errEmptyLog
+	}
+	return a.log.HeadAt(size)
 }
 
 // detailEmptyLog is HISTOR's answer for a head of a log with no entries.

@@ -23,13 +23,15 @@ type httpMetrics struct {
 	requests *prometheus.CounterVec   // route, code
 	latency  *prometheus.HistogramVec // route
 	inFlight prometheus.Gauge
+
+	reg        prometheus.Registerer  // where they are registered
+	registered []prometheus.Collector // those registered with reg now
 }
 
-// newHTTPMetrics registers the API's series and the Go runtime and process
-// collectors with reg. A collector reg already holds (a registry shared by
-// the program, or by two nodes in one test) is used as it is.
-func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
-	m := &httpMetrics{
+// newHTTPMetrics builds the API's series, registered nowhere yet: the node
+// counts requests from New on, and registers them while it is open.
+func newHTTPMetrics() *httpMetrics {
+	return &httpMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "histor_http_requests_total",
 			Help: "HTTP requests answered, by route pattern and status code.",
@@ -44,39 +46,38 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			Help: "HTTP requests being answered now, including those refused as busy.",
 		}),
 	}
-	var err error
-	if m.requests, err = register(reg, m.requests); err != nil {
-		return nil, err
-	}
-	if m.latency, err = register(reg, m.latency); err != nil {
-		return nil, err
-	}
-	if m.inFlight, err = register(reg, m.inFlight); err != nil {
-		return nil, err
-	}
-	if _, err = register(reg, collectors.NewGoCollector()); err != nil {
-		return nil, err
-	}
-	if _, err = register(reg, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
-		return nil, err
-	}
-	return m, nil
 }
 
-// register registers c with reg, or returns the equal collector reg
-// already holds.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
+// register registers the API's series with own (strictly: a node of the
+// same origin already open on the registry is refused) and the Go runtime
+// and process collectors with runtime, unless it holds them already: they
+// describe the process, which every node in it shares.
+func (m *httpMetrics) register(own, runtime prometheus.Registerer) error {
+	m.reg = own
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.inFlight} {
+		if err := own.Register(c); err != nil {
+			m.unregister()
+			return fmt.Errorf("registering metrics: %w", err)
+		}
+		m.registered = append(m.registered, c)
+	}
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		var are prometheus.AlreadyRegisteredError
+		if err := runtime.Register(c); err != nil && !errors.As(err, &are) {
+			m.unregister()
+			return fmt.Errorf("registering runtime metrics: %w", err)
 		}
 	}
-	if err != nil {
-		return c, fmt.Errorf("registering metrics: %w", err)
+	return nil
+}
+
+// unregister removes the API's series from the registry; the Go and
+// process collectors stay, for the other nodes of the process.
+func (m *httpMetrics) unregister() {
+	for _, c := range m.registered {
+		m.reg.Unregister(c)
 	}
-	return c, nil
+	m.registered = nil
 }
 
 // observe counts one answered request.

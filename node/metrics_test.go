@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +10,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/crawl/registry/registrytest"
 )
 
 // TestMetricsScrape serves a few requests, scrapes /metrics and parses it
@@ -83,24 +87,98 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
-// TestRegistryPassedIn: the node registers with the registry it is given,
-// and two nodes may share one.
+// TestRegistryPassedIn: nodes of different logs share one registry, each
+// series labelled with its node's origin and the Go collector registered
+// once; a second open node of the same origin is refused, naming the
+// duplicate, and may open once the first has closed.
 func TestRegistryPassedIn(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	for range 2 {
-		if _, err := New(Config{DataDir: t.TempDir(), Registry: reg}); err != nil {
+	open := func(origin string) (*Node, error) {
+		t.Helper()
+		nd, err := New(Config{DataDir: t.TempDir(), Registry: reg, LogOrigin: origin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nd, nd.Open(context.Background())
+	}
+	a, err := open("a.example/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := open("b.example/log")
+	if err != nil {
+		t.Fatalf("a second node of another origin on the same registry: %v", err)
+	}
+	defer b.Close()
+	fams := gatheredFamilies(t, reg)
+	for _, name := range []string{"histor_log_tree_size", "histor_crawl_changes_total", "histor_http_requests_in_flight"} {
+		origins := map[string]bool{}
+		for _, m := range fams[name].GetMetric() {
+			origins[label(m, "origin")] = true
+		}
+		if !origins["a.example/log"] || !origins["b.example/log"] {
+			t.Errorf("%s has origins %v, want both nodes'", name, origins)
+		}
+	}
+	if f := fams["go_goroutines"]; f == nil || len(f.GetMetric()) != 1 {
+		t.Errorf("go_goroutines: %v, want one series for the process", f)
+	}
+
+	same, err := open("a.example/log")
+	if err == nil || !strings.Contains(err.Error(), "opening metrics") || !strings.Contains(err.Error(), "registering metrics") {
+		t.Fatalf("a second open node of origin a: %v, want refused while registering its metrics", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := same.Open(context.Background()); err != nil {
+		t.Fatalf("the same origin once the first node closed: %v", err)
+	}
+	same.Close()
+}
+
+// TestReopen: one node opens, closes and opens again, and crawls once and
+// then opens, without its metrics colliding with those of its last opening.
+func TestReopen(t *testing.T) {
+	reg := registrytest.Server(t, nil) // lists nothing: the crawl ends at once
+	nd, err := New(Config{DataDir: t.TempDir(), Crawl: crawl.Config{Registry: reg.URL, AllowPrivateTargets: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 2 {
+		if err := nd.Open(ctx); err != nil {
+			t.Fatalf("open %d: %v", i+1, err)
+		}
+		if err := nd.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if _, err := nd.CrawlOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := nd.Open(ctx); err != nil {
+		t.Fatalf("open after CrawlOnce: %v", err)
+	}
+	defer nd.Close()
+	fams := gatheredFamilies(t, nd.cfg.Registry)
+	for _, name := range []string{"histor_log_tree_size", "histor_crawl_changes_total", "histor_http_requests_in_flight"} {
+		if f := fams[name]; f == nil || len(f.GetMetric()) != 1 || label(f.GetMetric()[0], "origin") != DefaultLogOrigin {
+			t.Errorf("%s after CrawlOnce and Open: %v, want one series of origin %s", name, f, DefaultLogOrigin)
+		}
+	}
+}
+
+// gatheredFamilies is what reg holds, by family name.
+func gatheredFamilies(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily {
+	t.Helper()
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
+	out := map[string]*dto.MetricFamily{}
 	for _, f := range fams {
-		found = found || f.GetName() == "go_goroutines"
+		out[f.GetName()] = f
 	}
-	if !found {
-		t.Error("the node did not register the Go collector with the registry it was given")
-	}
+	return out
 }

@@ -56,8 +56,9 @@ type Node struct {
 	serving sync.RWMutex
 }
 
-// New validates cfg, creates DataDir if needed, loads the seed (generating
-// it on first start) and registers the node's metrics. It opens nothing.
+// New validates cfg, creates DataDir if needed and loads the seed
+// (generating it on first start). It opens nothing; Open registers the
+// node's metrics and Close unregisters them.
 func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -73,11 +74,7 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := newHTTPMetrics(cfg.Registry)
-	if err != nil {
-		return nil, err
-	}
-	return &Node{cfg: cfg, id: id, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight)}, nil
+	return &Node{cfg: cfg, id: id, metrics: newHTTPMetrics(), slots: make(chan struct{}, cfg.MaxInFlight)}, nil
 }
 
 func loadOrGenerateSeed(path string, logger *slog.Logger) (*keys.Seed, error) {
@@ -101,10 +98,11 @@ func (n *Node) StateDir() string { return filepath.Join(n.cfg.DataDir, "state") 
 // DID is the did:key of the node's log key.
 func (n *Node) DID() string { return n.id.did }
 
-// Open opens the node's parts in order: the log (a new one signs its size-0
-// head), the crawl state, the crawler, its crawls, and last the API. If one
-// fails, those already open are closed again. A log that fails its start-up
-// checks is never served.
+// Open opens the node's parts in order: its metrics (registered with
+// Config.Registry), the log (a new one signs its size-0 head), the crawl
+// state, the crawler, its crawls, and last the API. If one fails, those
+// already open are closed again. A log that fails its start-up checks is
+// never served.
 func (n *Node) Open(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -242,8 +240,8 @@ func (n *Node) server(h http.Handler) *http.Server {
 // Close stops the parts in reverse order of opening: the API first, once
 // the requests still using it have finished (a request's writes are bounded
 // by WriteTimeout), so later requests are answered 503; then the crawls,
-// cancelled and waited for; then the crawler, the crawl state and the log.
-// It is safe to call more than once.
+// cancelled and waited for; then the crawler, the crawl state, the log and
+// the metrics (unregistered). It is safe to call more than once.
 func (n *Node) Close() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()

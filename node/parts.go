@@ -26,6 +26,7 @@ type part struct {
 // the later parts read; each close clears it. Both run under n.mu.
 func (n *Node) parts() []part {
 	return []part{
+		{"metrics", n.openMetrics, n.closeMetrics},
 		{"log", n.openLog, n.closeLog},
 		{"crawl state", n.openState, n.closeState},
 		{"crawler", n.openCrawler, n.closeCrawler},
@@ -61,6 +62,17 @@ func closeParts(ps []part) error {
 	return errors.Join(errs...)
 }
 
+// openMetrics registers the API's series (counted since New) with the
+// Registry; the log and the crawler register their own as they open.
+func (n *Node) openMetrics(context.Context) error {
+	return n.metrics.register(n.cfg.registerer(), n.cfg.Registry)
+}
+
+func (n *Node) closeMetrics() error {
+	n.metrics.unregister()
+	return nil
+}
+
 func (n *Node) openLog(ctx context.Context) error {
 	l, err := hlog.Open(ctx, hlog.Config{
 		Dir:        n.LogDir(),
@@ -70,7 +82,7 @@ func (n *Node) openLog(ctx context.Context) error {
 		Logger:     n.cfg.Logger,
 		CacheBytes: n.cfg.CacheBytes,
 		Now:        n.cfg.Now,
-		Registerer: n.cfg.Registry,
+		Registerer: n.cfg.registerer(),
 	})
 	if err != nil {
 		return err
@@ -103,7 +115,7 @@ func (n *Node) closeState() error {
 // openCrawler builds the crawler over the log and the state; it signs with
 // the node's log key, so labels and heads share one issuer, as HISTOR's do.
 func (n *Node) openCrawler(context.Context) error {
-	cr, err := crawl.New(n.cfg.Crawl, n.log, n.id.logKey, n.id.did, n.state, n.cfg.Logger)
+	cr, err := crawl.New(n.cfg.Crawl, n.log, n.id.logKey, n.id.did, n.state)
 	if err != nil {
 		return err
 	}
@@ -135,6 +147,7 @@ func (n *Node) closeCatalog() error {
 
 func (n *Node) openCrawls(context.Context) error {
 	n.crawls = newCrawls(crawlAndReload(n.cr, n.catalog, n.cfg.Logger), n.state, n.cfg.Logger, n.now)
+	n.crawls.progress = n.cr.Progress
 	return nil
 }
 

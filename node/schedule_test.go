@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/crawl/state"
 )
 
 // fakeCrawler records when each crawl started and lets the test decide how
@@ -18,6 +19,8 @@ type fakeCrawler struct {
 	mu      sync.Mutex
 	starts  []time.Time
 	takes   time.Duration // how long a crawl runs, in bubble time
+	failing int           // how many crawls, the first ones, fail
+	fail    error         // what each of them ends with
 	ended   []error       // how each crawl ended
 	running int
 }
@@ -26,12 +29,16 @@ func (f *fakeCrawler) run(ctx context.Context) (*crawl.Summary, error) {
 	f.mu.Lock()
 	f.starts = append(f.starts, time.Now())
 	f.running++
+	fails := len(f.starts) <= f.failing
 	f.mu.Unlock()
 	var err error
 	select {
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-time.After(f.takes):
+		if fails {
+			err = f.fail
+		}
 	}
 	f.mu.Lock()
 	f.running--
@@ -51,8 +58,9 @@ func newFakeCrawls(f *fakeCrawler) *crawls {
 }
 
 // TestScheduleCrawlsAtStartThenEveryInterval: under fake time, the schedule
-// crawls at once, then each next crawl starts interval ±10% after the
-// previous one ended, and stop ends it without another crawl.
+// of a node with no crawl recorded crawls at once, then each next crawl
+// starts interval ±10% after the previous one started, and stop ends it
+// without another crawl.
 func TestScheduleCrawlsAtStartThenEveryInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const interval, takes = 24 * time.Hour, time.Hour
@@ -65,16 +73,16 @@ func TestScheduleCrawlsAtStartThenEveryInterval(t *testing.T) {
 		if starts, _, running := f.snapshot(); len(starts) != 1 || !starts[0].Equal(t0) || running != 1 {
 			t.Fatalf("at start: %d crawls (running %d), want one started at once", len(starts), running)
 		}
-		time.Sleep(10 * (interval + takes))
+		time.Sleep(10*interval + takes)
 		synctest.Wait()
 		starts, _, _ := f.snapshot()
 		if len(starts) < 9 || len(starts) > 11 {
 			t.Fatalf("%d crawls in ten intervals", len(starts))
 		}
 		for i := 1; i < len(starts); i++ {
-			gap := starts[i].Sub(starts[i-1]) - takes
+			gap := starts[i].Sub(starts[i-1])
 			if gap < interval*9/10 || gap > interval*11/10 {
-				t.Errorf("crawl %d started %v after the previous one ended, want %v ±10%%", i, gap, interval)
+				t.Errorf("crawl %d started %v after the previous one started, want %v ±10%%", i, gap, interval)
 			}
 		}
 		n := len(starts)
@@ -122,6 +130,96 @@ func TestOperatorCrawlAndSchedule(t *testing.T) {
 		}
 		if _, lastErr := c.status(); lastErr == nil || *lastErr != context.Canceled.Error() {
 			t.Errorf("last crawl error %v", lastErr)
+		}
+	})
+}
+
+// bubbleStart is when a synctest bubble's clock starts.
+var bubbleStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// TestScheduleCountsFromTheLastRun: the first scheduled crawl comes interval
+// (±10%) after the newest recorded run started, or min(interval, 1h) (±10%)
+// after it ended when it failed, at once when that time has passed or no
+// run is recorded, and never later than a full wait.
+func TestScheduleCountsFromTheLastRun(t *testing.T) {
+	const day = 24 * time.Hour
+	ago := func(d time.Duration) time.Time { return bubbleStart.Add(-d) }
+	cases := []struct {
+		name     string
+		interval time.Duration
+		last     *state.Run
+		want     time.Duration // the first crawl's delay before jitter
+		spread   time.Duration // the jitter it may carry: 10% of the full wait
+	}{
+		{"no run recorded", day, nil, 0, 0},
+		{"ok 20h ago", day, &state.Run{Started: ago(20 * time.Hour), Ended: ago(19 * time.Hour)}, 4 * time.Hour, day / 10},
+		{"ok 30h ago", day, &state.Run{Started: ago(30 * time.Hour), Ended: ago(29 * time.Hour)}, 0, 0},
+		{"ok, dated in the future", day, &state.Run{Started: bubbleStart.Add(5 * day), Ended: bubbleStart.Add(5 * day)}, day, day / 10},
+		{"failed, ended 20m ago", day, &state.Run{Started: ago(3 * time.Hour), Ended: ago(20 * time.Minute), Error: "harvesting registry: HTTP 503"}, 40 * time.Minute, 6 * time.Minute},
+		{"failed, ended 2h ago", day, &state.Run{Started: ago(3 * time.Hour), Ended: ago(2 * time.Hour), Error: "x"}, 0, 0},
+		{"failed, short interval", 30 * time.Minute, &state.Run{Started: ago(20 * time.Minute), Ended: ago(10 * time.Minute), Error: "x"}, 20 * time.Minute, 3 * time.Minute},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := state.Open(t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if tc.last != nil {
+				older := state.Run{Started: tc.last.Started.Add(-2 * day), Ended: tc.last.Started.Add(-2 * day)}
+				for _, r := range []state.Run{older, *tc.last} {
+					if err := st.AddRun(r); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			synctest.Test(t, func(t *testing.T) {
+				if !time.Now().Equal(bubbleStart) {
+					t.Fatalf("the bubble starts at %v", time.Now())
+				}
+				f := &fakeCrawler{takes: time.Minute}
+				c := newCrawls(f.run, st, slog.New(slog.DiscardHandler), time.Now)
+				defer c.stop()
+				c.schedule(tc.interval)
+				time.Sleep(tc.want + tc.spread + time.Second)
+				synctest.Wait()
+				starts, _, _ := f.snapshot()
+				if len(starts) == 0 {
+					t.Fatalf("no crawl within %v", tc.want+tc.spread)
+				}
+				if got := starts[0].Sub(bubbleStart); got < tc.want-tc.spread || got > tc.want+tc.spread {
+					t.Errorf("first crawl after %v, want %v ±%v", got, tc.want, tc.spread)
+				}
+			})
+		})
+	}
+}
+
+// TestScheduleRetriesAFailedCrawl: a crawl that fails is retried
+// min(interval, 1h) (±10%) after it ended, not a whole interval later; once
+// one succeeds, the schedule waits the interval (±10%) from its start again.
+func TestScheduleRetriesAFailedCrawl(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval, takes, failing = 24 * time.Hour, 10 * time.Minute, 3
+		f := &fakeCrawler{takes: takes, failing: failing, fail: errors.New("harvesting registry: HTTP 503")}
+		c := newCrawls(f.run, nil, slog.New(slog.DiscardHandler), time.Now)
+		c.schedule(interval)
+		time.Sleep(3 * interval)
+		synctest.Wait()
+		c.stop()
+		starts, ended, _ := f.snapshot()
+		if len(starts) < failing+3 {
+			t.Fatalf("%d crawls in three days, want %d failed ones retried and then one a day", len(starts), failing)
+		}
+		for i := 1; i < len(starts); i++ {
+			gap, want := starts[i].Sub(starts[i-1]), interval
+			if ended[i-1] != nil {
+				gap, want = gap-takes, retryAfter
+			}
+			if gap < want*9/10 || gap > want*11/10 {
+				t.Errorf("crawl %d came %v after crawl %d (which ended %v), want %v ±10%%", i, gap, i-1, ended[i-1], want)
+			}
 		}
 	})
 }

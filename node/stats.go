@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"time"
 
@@ -38,11 +39,19 @@ type logStats struct {
 }
 
 type crawlStats struct {
-	Running         bool    `json:"running"`
-	RunningSince    *string `json:"runningSince"`
-	Progress        any     `json:"progress"`
-	IntervalSeconds int64   `json:"intervalSeconds"`
-	LastError       *string `json:"lastError"`
+	Running         bool           `json:"running"`
+	RunningSince    *string        `json:"runningSince"`
+	Progress        *crawlProgress `json:"progress"`
+	IntervalSeconds int64          `json:"intervalSeconds"`
+	LastError       *string        `json:"lastError"`
+}
+
+// crawlProgress is HISTOR's progress member: targets done of the crawl's
+// targets. Ours counts every target of the crawl, the ones it does not dial
+// (templated, opted out) too, and moves with each committed batch.
+type crawlProgress struct {
+	Done int `json:"done"`
+	Of   int `json:"of"`
 }
 
 // runStats is HISTOR's lastRun, filled from what our crawl records.
@@ -85,10 +94,16 @@ func (a *api) serveStats(w http.ResponseWriter, r *http.Request) {
 	a.writeJSON(w, r, out)
 }
 
+// logStats describes the head /api/v1/log/sth serves, so the two agree on
+// sthTimestamp.
 func (a *api) logStats() logStats {
-	h := a.log.Latest()
-	if h.Size == 0 {
+	h, err := a.latestSTH()
+	switch {
+	case errors.Is(err, errEmptyLog):
 		return logStats{}
+	case err != nil:
+		a.logger.Error("reading head for stats", "err", err)
+		h = a.log.Latest() // signed too, only newer
 	}
 	return logStats{h.Size, hex.EncodeToString(h.Root[:]), catalog.FormatTime(h.Time)}
 }
@@ -96,12 +111,15 @@ func (a *api) logStats() logStats {
 func (a *api) crawlStats(rd *ReadAPI) crawlStats {
 	var cs crawlStats
 	cs.IntervalSeconds = int64(rd.CrawlInterval / time.Second)
-	if a.crawls != nil {
-		cs.Running, cs.LastError = a.crawls.status()
+	if a.crawls == nil {
+		return cs
 	}
-	if cs.Running && rd.Crawl != nil {
-		since, progress := rd.Crawl()
-		cs.RunningSince, cs.Progress = nullTime(since), progress
+	cs.Running, cs.LastError = a.crawls.status()
+	if since, p, ok := a.crawls.current(); ok {
+		cs.RunningSince = nullTime(since)
+		if p != nil {
+			cs.Progress = &crawlProgress{p.Done, p.Of}
+		}
 	}
 	return cs
 }

@@ -3,12 +3,16 @@ package command
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
 
 	"github.com/histor-observer/histor/node"
@@ -180,8 +184,13 @@ func TestNodeSettingsMapping(t *testing.T) {
 	if cfg.Profile != node.ProfileProd || cfg.OperatorToken != "0123456789abcdef01234567" || cfg.CrawlInterval != 6*time.Hour {
 		t.Errorf("profile %q, token %q, interval %v", cfg.Profile, cfg.OperatorToken, cfg.CrawlInterval)
 	}
-	if cfg.Crawl.Logger != cfg.Logger || cfg.Crawl.Registerer != cfg.Registry || cfg.Registry == nil || cfg.Crawl.Version != node.Version {
+	if cfg.Crawl.Logger != cfg.Logger || cfg.Crawl.Registerer == nil || cfg.Registry == nil || cfg.Crawl.Version != node.Version {
 		t.Error("the crawl's logger, registerer and version are not the node's")
+	}
+	probe := prometheus.NewGauge(prometheus.GaugeOpts{Name: "probe", Help: "probe"})
+	cfg.Crawl.Registerer.MustRegister(probe)
+	if fams, err := cfg.Registry.Gather(); err != nil || len(fams) != 1 || fams[0].GetMetric()[0].GetLabel()[0].GetValue() != cfg.LogOrigin {
+		t.Errorf("the crawl's registerer does not reach the node's registry with its origin label: %v %v", fams, err)
 	}
 	for name, args := range map[string][]string{
 		"short token":     {"serve", "--data", "/d", "--profile", "prod", "--public-url", "https://o.example", "--operator-token", "short"},
@@ -197,5 +206,67 @@ func TestNodeSettingsMapping(t *testing.T) {
 	cfg, _, code, _ = runServe(t, "serve", "--data", "/d")
 	if code != 0 || cfg.Profile != node.ProfileDev || cfg.OperatorToken != "" || cfg.CrawlInterval != 24*time.Hour {
 		t.Errorf("defaults: exit %d, profile %q, token %q, interval %v", code, cfg.Profile, cfg.OperatorToken, cfg.CrawlInterval)
+	}
+}
+
+// TestCheckLimitFlags: the /check limits and trusted proxies reach node.Config from flags,
+// environment and file, default to node's defaults, and malformed values are refused before
+// anything starts.
+func TestCheckLimitFlags(t *testing.T) {
+	cfg, called, code, stderr := runServe(t, "serve", "--data", "/d")
+	if code != 0 || !called {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if cfg.ChecksPerMinute != node.DefaultChecksPerMinute || cfg.ScansPerHour != node.DefaultScansPerHour ||
+		cfg.MaxCheckClients != node.DefaultMaxCheckClients || cfg.TrustedProxies != nil {
+		t.Errorf("defaults: %d %d %d %v", cfg.ChecksPerMinute, cfg.ScansPerHour, cfg.MaxCheckClients, cfg.TrustedProxies)
+	}
+
+	file := writeConfig(t, "data = \"/d\"\nchecks-per-minute = 5\ntrusted-proxies = \"10.0.0.0/8, fd00::/8\"\n")
+	t.Setenv("HISTOR_SCANS_PER_HOUR", "-1")
+	cfg, _, code, stderr = runServe(t, "--config", file, "serve", "--max-check-clients", "7")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
+	if cfg.ChecksPerMinute != 5 || cfg.ScansPerHour != -1 || cfg.MaxCheckClients != 7 || !slices.Equal(cfg.TrustedProxies, want) {
+		t.Errorf("from file, env and flag: %d %d %d %v", cfg.ChecksPerMinute, cfg.ScansPerHour, cfg.MaxCheckClients, cfg.TrustedProxies)
+	}
+	t.Setenv("HISTOR_SCANS_PER_HOUR", "")
+
+	for name, args := range map[string][]string{
+		"zero checks":        {"--checks-per-minute", "0"},
+		"checks below -1":    {"--checks-per-minute", "-2"},
+		"too many checks":    {"--checks-per-minute", "2000000"},
+		"zero scans":         {"--scans-per-hour", "0"},
+		"zero clients":       {"--max-check-clients", "0"},
+		"too many clients":   {"--max-check-clients", "5000000"},
+		"bare address":       {"--trusted-proxies", "10.0.0.1"},
+		"host bits":          {"--trusted-proxies", "10.0.0.1/8"},
+		"mapped IPv4":        {"--trusted-proxies", "::ffff:10.0.0.0/104"},
+		"zone":               {"--trusted-proxies", "fe80::%eth0/64"},
+		"empty item":         {"--trusted-proxies", "10.0.0.0/8,,fd00::/8"},
+		"trailing comma":     {"--trusted-proxies", "10.0.0.0/8,"},
+		"twice":              {"--trusted-proxies", "10.0.0.0/8,10.0.0.0/8"},
+		"a name, not a CIDR": {"--trusted-proxies", "proxy.internal"},
+	} {
+		if _, called, code, stderr := runServe(t, append([]string{"serve", "--data", "/d"}, args...)...); called || code != 2 || stderr == "" {
+			t.Errorf("%s: started %v, exit %d, stderr %q; want refused with exit 2", name, called, code, stderr)
+		}
+	}
+}
+
+func TestParsePrefixes(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                            "[]",
+		" ":                           "[]",
+		"192.168.0.0/16":              "[192.168.0.0/16]",
+		"10.0.0.0/8 , 2001:db8::/32 ": "[10.0.0.0/8 2001:db8::/32]",
+		"203.0.113.7/32":              "[203.0.113.7/32]",
+	} {
+		got, err := parsePrefixes(in)
+		if err != nil || fmt.Sprint(got) != want {
+			t.Errorf("parsePrefixes(%q) = %v, %v; want %s", in, got, err, want)
+		}
 	}
 }

@@ -3,7 +3,10 @@ package command
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,12 +28,12 @@ func serveFlags() []cli.Flag {
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-entries", Value: node.DefaultMaxEntries, Usage: "at most `N` leaves in one /api/v1/log/entries answer (1..1000)", EnvVars: []string{"HISTOR_MAX_ENTRIES"}}),
 		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "cache-bytes", Value: node.DefaultCacheBytes, Usage: "Pebble block cache of the log, in `BYTES`", EnvVars: []string{"HISTOR_CACHE_BYTES"}}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-in-flight", Value: node.DefaultMaxInFlight, Usage: "work on at most `N` requests at once; one more is answered 503 with Retry-After (1..65536)", EnvVars: []string{"HISTOR_MAX_IN_FLIGHT"}}),
-		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-header-bytes", Value: 16 << 10, Usage: "largest request header accepted, in `BYTES` (1 KiB..1 MiB)", EnvVars: []string{"HISTOR_MAX_HEADER_BYTES"}}),
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "read-header-timeout", Value: 5 * time.Second, Usage: "`DURATION` allowed to read a request's header", EnvVars: []string{"HISTOR_READ_HEADER_TIMEOUT"}}),
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "read-timeout", Value: 10 * time.Second, Usage: "`DURATION` allowed to read a whole request", EnvVars: []string{"HISTOR_READ_TIMEOUT"}}),
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "`DURATION` allowed to write an answer", EnvVars: []string{"HISTOR_WRITE_TIMEOUT"}}),
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "idle-timeout", Value: 120 * time.Second, Usage: "`DURATION` an idle keep-alive connection stays open", EnvVars: []string{"HISTOR_IDLE_TIMEOUT"}}),
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "on SIGTERM or SIGINT, the `DURATION` requests in flight may take to finish", EnvVars: []string{"HISTOR_SHUTDOWN_TIMEOUT"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-header-bytes", Value: node.DefaultMaxHeaderBytes, Usage: "largest request header accepted, in `BYTES` (1 KiB..1 MiB)", EnvVars: []string{"HISTOR_MAX_HEADER_BYTES"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "read-header-timeout", Value: node.DefaultReadHeaderTimeout, Usage: "`DURATION` allowed to read a request's header", EnvVars: []string{"HISTOR_READ_HEADER_TIMEOUT"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "read-timeout", Value: node.DefaultReadTimeout, Usage: "`DURATION` allowed to read a whole request", EnvVars: []string{"HISTOR_READ_TIMEOUT"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "write-timeout", Value: node.DefaultWriteTimeout, Usage: "`DURATION` allowed to write an answer", EnvVars: []string{"HISTOR_WRITE_TIMEOUT"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "idle-timeout", Value: node.DefaultIdleTimeout, Usage: "`DURATION` an idle keep-alive connection stays open", EnvVars: []string{"HISTOR_IDLE_TIMEOUT"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "shutdown-timeout", Value: node.DefaultShutdownTimeout, Usage: "on SIGTERM or SIGINT, the `DURATION` requests in flight may take to finish", EnvVars: []string{"HISTOR_SHUTDOWN_TIMEOUT"}}),
 	}
 }
 
@@ -39,9 +42,10 @@ func serveCommand(d deps) *cli.Command {
 		Name:      "serve",
 		Usage:     "run a node: open (or create) the log in --data and serve it over HTTP",
 		UsageText: "histor serve --data DIR [--http ADDR] [--origin NAME] [--seed FILE] [options]",
-		Description: "Opens the log, checks its integrity and refuses to start over a damaged data directory, " +
-			"signs a fresh head, and serves the HISTOR JSON API under /api/v1/ and C2SP tlog-tiles under /log/ " +
-			"until SIGTERM or SIGINT.",
+		Description: "Opens the log (a new one signs its size-0 checkpoint; an existing one keeps its heads), checks its " +
+			"integrity and refuses to start over a damaged data directory, and serves the HISTOR JSON API under /api/v1/ " +
+			"and C2SP tlog-tiles under /log/ until SIGTERM or SIGINT. With --crawl-interval it crawls in the background, " +
+			"counting from the last recorded crawl, and each crawl signs a head.",
 		Flags: append(append(serveFlags(), nodeOnlyFlags()...), crawlFlags()...),
 		Action: func(c *cli.Context) error {
 			cfg, err := nodeConfig(c)
@@ -72,6 +76,10 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 	if err := checkCrawlFlags(c); err != nil {
 		return node.Config{}, err
 	}
+	checks, err := checkLimitFlags(c)
+	if err != nil {
+		return node.Config{}, err
+	}
 	cfg := node.Config{
 		DataDir:           c.String("data"),
 		HTTPAddr:          c.String("http"),
@@ -92,6 +100,10 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		OperatorToken:     c.String("operator-token"),
 		Crawl:             crawlConfig(c),
 		CrawlInterval:     c.Duration("crawl-interval"),
+		ChecksPerMinute:   checks.perMinute,
+		ScansPerHour:      checks.scansPerHour,
+		MaxCheckClients:   checks.maxClients,
+		TrustedProxies:    checks.proxies,
 		Logger:            log,
 	}
 	if err := cfg.Validate(); err != nil {
@@ -100,14 +112,97 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 	return cfg, nil
 }
 
+// defaultCrawlInterval is HISTOR's: a serving histor crawls daily unless told otherwise (a
+// node.Config without CrawlInterval, for a library user, never crawls on a schedule).
+const defaultCrawlInterval = 24 * time.Hour
+
 // nodeOnlyFlags are the node.Config fields only a serving node uses.
 func nodeOnlyFlags() []cli.Flag {
 	return []cli.Flag{
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "crawl-interval", Value: 24 * time.Hour,
-			Usage: "crawl once at start and then every `DURATION` (±10% jitter); 0 never crawls on a schedule", EnvVars: []string{"HISTOR_CRAWL_INTERVAL"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "crawl-interval", Value: defaultCrawlInterval,
+			Usage: "crawl every `DURATION` (±10% jitter), counted from the start of the last recorded crawl (at once if none, " +
+				"within the hour after a failed one); 0 never crawls on a schedule", EnvVars: []string{"HISTOR_CRAWL_INTERVAL"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "operator-token", Usage: "`TOKEN` the operator's routes (POST /api/v1/admin/crawl) require in the x-histor-operator header; " +
 			"unset, they answer 503. Prefer the environment variable: a command line is visible to every local user", EnvVars: []string{"HISTOR_OPERATOR_TOKEN"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "profile", Value: node.ProfileDev, Usage: "`PROFILE` dev or prod; prod refuses to start without an operator token of at least " +
 			"24 characters and an https --public-url, or with --allow-private-targets", EnvVars: []string{"HISTOR_PROFILE"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "checks-per-minute", Value: node.DefaultChecksPerMinute, Usage: "answer at most `N` POST /api/v1/check " +
+			"a minute from one client (an IPv4 address or an IPv6 /64), then 429 with Retry-After; -1: no limit", EnvVars: []string{"HISTOR_CHECKS_PER_MINUTE"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "scans-per-hour", Value: node.DefaultScansPerHour, Usage: "let one client's checks start at most `N` " +
+			"pattern scans of tool sets never scanned before an hour (beyond it: patternScan not-scanned); -1: no fresh scans", EnvVars: []string{"HISTOR_SCANS_PER_HOUR"}}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-check-clients", Value: node.DefaultMaxCheckClients, Usage: "track at most `N` clients in each /check " +
+			"limit (1..4194304); beyond them new clients share one bucket", EnvVars: []string{"HISTOR_MAX_CHECK_CLIENTS"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "trusted-proxies", Usage: "`CIDRS` (comma-separated, e.g. 10.0.0.0/8,fd00::/8) of the reverse " +
+			"proxies whose X-Forwarded-For names the client; default none: the connection's peer is the client", EnvVars: []string{"HISTOR_TRUSTED_PROXIES"}}),
 	}
+}
+
+// checkLimits are the /check flags, checked.
+type checkLimits struct {
+	perMinute, scansPerHour, maxClients int
+	proxies                             []netip.Prefix
+}
+
+// checkLimitFlags reads the /check flags of serve (a command without them, crawl, keeps the
+// zero values, node.Config's defaults). 0, which node.Config reads as "the default", is refused
+// where a user could mean "none": --checks-per-minute and --scans-per-hour say -1 for that, and
+// only -1, so a typo never turns a limit off.
+func checkLimitFlags(c *cli.Context) (checkLimits, error) {
+	if !hasFlag(c.Command, "checks-per-minute") {
+		return checkLimits{}, nil
+	}
+	l := checkLimits{perMinute: c.Int("checks-per-minute"), scansPerHour: c.Int("scans-per-hour"), maxClients: c.Int("max-check-clients")}
+	if l.perMinute == 0 || l.perMinute < -1 {
+		return l, usageError(errors.New("--checks-per-minute must be at least 1, or -1 for no limit"))
+	}
+	if l.scansPerHour == 0 || l.scansPerHour < -1 {
+		return l, usageError(errors.New("--scans-per-hour must be at least 1, or -1 for no fresh scans"))
+	}
+	if l.maxClients < 1 {
+		return l, usageError(errors.New("--max-check-clients must be at least 1"))
+	}
+	var err error
+	if l.proxies, err = parsePrefixes(c.String("trusted-proxies")); err != nil {
+		return l, usageError(fmt.Errorf("--trusted-proxies: %w", err))
+	}
+	return l, nil
+}
+
+func hasFlag(cmd *cli.Command, name string) bool {
+	for _, f := range cmd.Flags {
+		if slices.Contains(f.Names(), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// parsePrefixes reads a comma-separated list of CIDR prefixes strictly: each in its canonical
+// form (no host bits set, no zone, an IPv4 prefix written as IPv4), none twice, no empty
+// item. "" is no prefixes. Spaces around an item are allowed.
+func parsePrefixes(s string) ([]netip.Prefix, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []netip.Prefix
+	seen := map[netip.Prefix]bool{}
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		p, err := netip.ParsePrefix(item)
+		switch {
+		case item == "":
+			return nil, errors.New("an empty item in the list")
+		case err != nil:
+			return nil, fmt.Errorf("%q is not a CIDR prefix such as 10.0.0.0/8 or fd00::/8", item)
+		case p.Addr().Is4In6():
+			return nil, fmt.Errorf("%q: write an IPv4 prefix as IPv4", item)
+		case p != p.Masked():
+			return nil, fmt.Errorf("%q has host bits set; the prefix is %s", item, p.Masked())
+		case seen[p]:
+			return nil, fmt.Errorf("%q is listed twice", item)
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	return out, nil
 }
