@@ -107,7 +107,8 @@ func (a *api) headFor(size uintParam) (hlog.Head, error) {
 	if size.present {
 		return a.log.HeadAt(size.value)
 	}
-	return a.log.Latest(), nil
+	// The head /api/v1/log/sth serves: the first signed at the latest size.
+	return a.log.HeadAt(a.log.Size())
 }
 
 func (a *api) writeLabelProof(w http.ResponseWriter, id string, index uint64, head hlog.Head, proof [][32]byte) {

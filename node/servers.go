@@ -27,10 +27,6 @@ type ReadAPI struct {
 	// CrawlInterval is reported by /api/v1/stats (crawl.intervalSeconds)
 	// and ages the sth badge; 0 when the node does not crawl.
 	CrawlInterval time.Duration
-	// Crawl reports a running crawl's start and progress for
-	// /api/v1/stats; optional (null when nil or not running). Whether a
-	// crawl runs and its last error come from Config.CrawlStatus.
-	Crawl func() (runningSince time.Time, progress any)
 	// Now is the clock of badges and "since" windows. Default time.Now.
 	Now func() time.Time
 }
