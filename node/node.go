@@ -54,6 +54,8 @@ type Node struct {
 	// serving is read-held by every request while it uses the API, and
 	// write-held by Close, so no part is closed under a request.
 	serving sync.RWMutex
+
+	fed *federation // the federation's keys and parts (federation.go)
 }
 
 // New validates cfg, creates DataDir if needed, loads the seed (generating
@@ -77,7 +79,11 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Node{cfg: cfg, id: id, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight)}, nil
+	fed, err := newFederation(seed, cfg.Logger, cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	return &Node{cfg: cfg, id: id, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight), fed: fed}, nil
 }
 
 func loadOrGenerateSeed(path string, logger *slog.Logger) (*keys.Seed, error) {

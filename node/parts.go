@@ -27,6 +27,10 @@ type part struct {
 func (n *Node) parts() []part {
 	return []part{
 		{"log", n.openLog, n.closeLog},
+		{"witness", n.openWitness, n.closeWitness},
+		{"witness submitter", n.openSubmitter, n.closeSubmitter},
+		{"gossip", n.openGossip, n.closeGossip},
+		{"federation", n.openFederation, n.closeFederation},
 		{"crawl state", n.openState, n.closeState},
 		{"crawler", n.openCrawler, n.closeCrawler},
 		{"catalog", n.openCatalog, n.closeCatalog},
@@ -71,6 +75,7 @@ func (n *Node) openLog(ctx context.Context) error {
 		CacheBytes: n.cfg.CacheBytes,
 		Now:        n.cfg.Now,
 		Registerer: n.cfg.Registry,
+		OnHead:     n.fed.onLogHead,
 	})
 	if err != nil {
 		return err
@@ -168,6 +173,7 @@ func (n *Node) openAPI(context.Context) error {
 	n.id.issuerDoc = doc
 	a := newAPI(n.log, doc, n.cfg)
 	a.crawls = n.crawls
+	a.fed = n.fed
 	a.metrics = n.metrics.handler(n.cfg.Registry, n.cfg.Logger)
 	a.setReadAPI(&ReadAPI{Catalog: n.catalog, PublicBase: n.cfg.PublicURL, CrawlInterval: n.cfg.CrawlInterval, Now: n.cfg.Now})
 	src := checkSources{targets: catalogTargets{n.catalog}, reports: catalogReports{n.catalog}, patterns: n.cr.PatternSet()}
