@@ -300,24 +300,47 @@ func (f *federation) gossipNode() *gossip.Node { return f.gos.Load() }
 // headLoop submits each new head of this log to the witnesses and
 // publishes it on gossip: first as signed (peers need not wait for the
 // witnesses), then again with the cosignatures collected. One submission
-// runs at a time, for the newest head.
+// runs at a time, for the newest head; one that some witness could not be
+// reached for is tried again, backing off from resubmitMin to resubmitMax,
+// until it succeeds or a newer head replaces it.
 func (f *federation) headLoop(ctx context.Context) {
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	var backoff time.Duration
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-f.ownHead:
+			backoff = 0
+		case <-retry.C:
 		}
 		head := f.log.Latest()
 		f.publishHead(ctx)
-		if s := f.sub.Load(); s != nil {
-			f.submit(ctx, s, head)
-			f.publishHead(ctx)
+		s := f.sub.Load()
+		if s == nil {
+			continue
 		}
+		if f.submit(ctx, s, head) {
+			backoff = min(max(2*backoff, resubmitMin), resubmitMax)
+			retry.Reset(backoff)
+		} else {
+			retry.Stop()
+		}
+		f.publishHead(ctx)
 	}
 }
 
-func (f *federation) submit(ctx context.Context, s *submit.Submitter, head hlog.Head) {
+// Bounds of the resubmission backoff.
+const (
+	resubmitMin = time.Second
+	resubmitMax = time.Minute
+)
+
+// submit submits head and reports whether a witness was unavailable, which
+// a later attempt may mend.
+func (f *federation) submit(ctx context.Context, s *submit.Submitter, head hlog.Head) (again bool) {
 	res, err := s.Submit(ctx, head.Checkpoint)
 	if err != nil && !errors.Is(err, submit.ErrStale) && ctx.Err() == nil {
 		f.logger.Warn("submitting checkpoint to witnesses", "size", head.Size, "err", err)
@@ -326,6 +349,8 @@ func (f *federation) submit(ctx context.Context, s *submit.Submitter, head hlog.
 		f.metrics.witnessed.Set(float64(res.Checkpoint.Size))
 		f.logger.Debug("checkpoint witnessed", "size", res.Checkpoint.Size)
 	}
+	var unavailable *submit.UnavailableError
+	return ctx.Err() == nil && errors.As(err, &unavailable)
 }
 
 func (f *federation) publishHead(ctx context.Context) {
