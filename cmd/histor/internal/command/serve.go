@@ -42,7 +42,7 @@ func serveCommand(d deps) *cli.Command {
 		Description: "Opens the log, checks its integrity and refuses to start over a damaged data directory, " +
 			"signs a fresh head, and serves the HISTOR JSON API under /api/v1/ and C2SP tlog-tiles under /log/ " +
 			"until SIGTERM or SIGINT.",
-		Flags: append(append(serveFlags(), nodeOnlyFlags()...), crawlFlags()...),
+		Flags: append(append(append(serveFlags(), nodeOnlyFlags()...), crawlFlags()...), federationFlags()...),
 		Action: func(c *cli.Context) error {
 			cfg, err := nodeConfig(c)
 			if err != nil {
@@ -94,6 +94,7 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		CrawlInterval:     c.Duration("crawl-interval"),
 		Logger:            log,
 	}
+	federationConfig(c, &cfg)
 	if err := cfg.Validate(); err != nil {
 		return node.Config{}, usageError(err)
 	}
