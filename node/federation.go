@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -117,15 +118,26 @@ func signal(c chan struct{}) {
 
 // Parts.
 
+// openWitness opens the witness when there is a log to witness. It also
+// witnesses this node's own log, so that evidence of a fork of it (a key
+// used elsewhere, a data directory restored from an old copy) is kept and
+// served here too; a witness's cosignature of its own log counts for
+// nothing, and the default policy leaves it out.
 func (n *Node) openWitness(context.Context) error {
 	fed := n.cfg.fed
 	f := n.fed
-	f.setVerifier(mustVerifier(n.cfg.LogOrigin, n.id.logKey))
+	own := mustVerifier(n.cfg.LogOrigin, n.id.logKey)
+	f.setVerifier(own)
 	if len(fed.logs) == 0 && len(fed.peers) == 0 {
 		return nil // nothing to witness
 	}
+	logs := maps.Clone(fed.logs)
+	if have, ok := logs[own.Name()]; ok && have.KeyHash() != own.KeyHash() {
+		return fmt.Errorf("WitnessLogs names this node's origin %q with another key", own.Name())
+	}
+	logs[own.Name()] = own
 	w, err := witness.New(witness.Config{
-		Dir: n.WitnessDir(), Name: n.cfg.WitnessName, Key: f.witnessKey, Logs: fed.logs,
+		Dir: n.WitnessDir(), Name: n.cfg.WitnessName, Key: f.witnessKey, Logs: logs,
 		Clock: n.now, Logger: n.cfg.Logger, Registerer: n.cfg.Registry,
 		OnEvidence: func(e witness.Evidence) { f.queueEvidence(evidenceJob{e.Bundle, fromWitness}) },
 	})
