@@ -41,6 +41,12 @@ type Config struct {
 	// none (never the global registry). Close unregisters them, so a log
 	// reopened on the same registry registers again.
 	Registerer prometheus.Registerer
+	// OnHead, if set, is called with each new head once it is durable and
+	// Latest returns it, in the order heads are signed, on the log's
+	// publishing goroutine and outside every lock of the log. It must hand
+	// the head on (to a channel, say) rather than block: the next batch's
+	// callers wait for it.
+	OnHead func(Head)
 }
 
 const (

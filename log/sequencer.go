@@ -271,6 +271,9 @@ func (l *Log) publish(staged <-chan *pendingBatch, synced chan<- struct{}) {
 		for i, req := range p.reqs {
 			req.done <- appendResult{first: p.firsts[i], head: p.rec.Head, err: p.errs[i]}
 		}
+		if l.cfg.OnHead != nil {
+			l.cfg.OnHead(p.rec.Head)
+		}
 	}
 }
 

@@ -50,6 +50,7 @@ type api struct {
 	metrics    http.Handler            // the registry's exposition; nil: /metrics is 404
 	read       atomic.Pointer[ReadAPI] // the reading API's data; nil until set (servers.go)
 	check      *checker                // POST /api/v1/check; nil answers 503
+	fed        *federation             // witness, cosigned checkpoint, evidence; nil without one
 }
 
 // crawlControl is what the API asks of the node's crawls.

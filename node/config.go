@@ -152,6 +152,48 @@ type Config struct {
 	// the client: from such a peer the rightmost hop outside these prefixes
 	// is the client. Default none: the connection's peer is the client.
 	TrustedProxies []netip.Prefix
+
+	// Federation: gossip with peers, the witness and the witnesses this
+	// node's checkpoints go to (docs/operations.md, "Federation").
+
+	// P2PListen are the multiaddrs the libp2p host listens on, TCP
+	// ("/ip4/0.0.0.0/tcp/4001") and QUIC ("/ip4/0.0.0.0/udp/4001/quic-v1")
+	// only. None, the default, runs no gossip host (and Peers must be empty).
+	P2PListen []string
+	// Peers are the federation peers, each either the path of the peer's
+	// signed observer descriptor (the file DataDir/observer.descriptor it
+	// writes at start) or "did:key:…=<multiaddr ending in /p2p/<peer ID>>".
+	// Every peer's did:key joins AllowList and its log is witnessed. A peer
+	// given by descriptor is also a witness for this node: each new
+	// checkpoint is sent to it over gossip's add-checkpoint protocol, and its
+	// cosignature is served at /log/checkpoint. One given by did:key is
+	// witnessed from its first head on, but not submitted to (its witness key
+	// is only in its descriptor); list it in Witnesses to submit to it.
+	Peers []string
+	// AllowList are the did:keys of further observers whose heads,
+	// observations and evidence count when they reach this node through a
+	// peer. This node's own and its peers' are always on it.
+	AllowList []string
+	// WitnessLogs are further logs this node's witness cosigns, each
+	// "ORIGIN=VKEY": the log's checkpoint origin and its signed-note verifier
+	// key (whose key name must be ORIGIN).
+	WitnessLogs []string
+	// Witnesses are external witnesses each new checkpoint is submitted to,
+	// each "URL=VKEY": the witness's C2SP submission prefix (the node posts to
+	// URL/add-checkpoint) and its cosignature/v1 verifier key.
+	Witnesses []string
+	// WitnessPolicy is a c2sp.org/tlog-policy file saying when a checkpoint of
+	// this log counts as witnessed (the histor_federation_witnessed_size
+	// metric and the log line "checkpoint witnessed"). Default: this log, every
+	// witness it submits to (Witnesses and descriptor peers), and a quorum of
+	// any one of them; none at all without witnesses.
+	WitnessPolicy string
+	// GossipHeartbeat is GossipSub's heartbeat. Default 1s; tests shorten it.
+	GossipHeartbeat time.Duration
+
+	// fed is the federation settings parsed from the fields above by
+	// Validate, so a descriptor file is read once, at start-up.
+	fed *fedSettings
 }
 
 // Bounds and defaults of Config.
@@ -211,6 +253,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.checkCheckLimits(); err != nil {
+		return err
+	}
+	if err := c.checkFederation(); err != nil {
 		return err
 	}
 	return c.checkProfile()

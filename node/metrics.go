@@ -52,9 +52,9 @@ func newHTTPMetrics() *httpMetrics {
 // same origin already open on the registry is refused) and the Go runtime
 // and process collectors with runtime, unless it holds them already: they
 // describe the process, which every node in it shares.
-func (m *httpMetrics) register(own, runtime prometheus.Registerer) error {
+func (m *httpMetrics) register(own, runtime prometheus.Registerer, more ...prometheus.Collector) error {
 	m.reg = own
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.inFlight} {
+	for _, c := range append([]prometheus.Collector{m.requests, m.latency, m.inFlight}, more...) {
 		if err := own.Register(c); err != nil {
 			m.unregister()
 			return fmt.Errorf("registering metrics: %w", err)

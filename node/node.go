@@ -54,6 +54,8 @@ type Node struct {
 	// serving is read-held by every request while it uses the API, and
 	// write-held by Close, so no part is closed under a request.
 	serving sync.RWMutex
+
+	fed *federation // the federation's keys and parts (federation.go)
 }
 
 // New validates cfg, creates DataDir if needed and loads the seed
@@ -74,7 +76,8 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Node{cfg: cfg, id: id, metrics: newHTTPMetrics(), slots: make(chan struct{}, cfg.MaxInFlight)}, nil
+	fed := newFederation(seed, cfg.Logger)
+	return &Node{cfg: cfg, id: id, metrics: newHTTPMetrics(), slots: make(chan struct{}, cfg.MaxInFlight), fed: fed}, nil
 }
 
 func loadOrGenerateSeed(path string, logger *slog.Logger) (*keys.Seed, error) {

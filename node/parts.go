@@ -28,6 +28,10 @@ func (n *Node) parts() []part {
 	return []part{
 		{"metrics", n.openMetrics, n.closeMetrics},
 		{"log", n.openLog, n.closeLog},
+		{"witness", n.openWitness, n.closeWitness},
+		{"witness submitter", n.openSubmitter, n.closeSubmitter},
+		{"gossip", n.openGossip, n.closeGossip},
+		{"federation", n.openFederation, n.closeFederation},
 		{"crawl state", n.openState, n.closeState},
 		{"crawler", n.openCrawler, n.closeCrawler},
 		{"catalog", n.openCatalog, n.closeCatalog},
@@ -62,10 +66,10 @@ func closeParts(ps []part) error {
 	return errors.Join(errs...)
 }
 
-// openMetrics registers the API's series (counted since New) with the
-// Registry; the log and the crawler register their own as they open.
+// openMetrics registers the API's and the federation's series (counted
+// since New) with the Registry; the log and the crawler register their own as they open.
 func (n *Node) openMetrics(context.Context) error {
-	return n.metrics.register(n.cfg.registerer(), n.cfg.Registry)
+	return n.metrics.register(n.cfg.registerer(), n.cfg.Registry, n.fed.metrics.collectors()...)
 }
 
 func (n *Node) closeMetrics() error {
@@ -83,6 +87,7 @@ func (n *Node) openLog(ctx context.Context) error {
 		CacheBytes: n.cfg.CacheBytes,
 		Now:        n.cfg.Now,
 		Registerer: n.cfg.registerer(),
+		OnHead:     n.fed.onLogHead,
 	})
 	if err != nil {
 		return err
@@ -181,6 +186,7 @@ func (n *Node) openAPI(context.Context) error {
 	n.id.issuerDoc = doc
 	a := newAPI(n.log, doc, n.cfg)
 	a.crawls = n.crawls
+	a.fed = n.fed
 	a.metrics = n.metrics.handler(n.cfg.Registry, n.cfg.Logger)
 	a.setReadAPI(&ReadAPI{Catalog: n.catalog, PublicBase: n.cfg.PublicURL, CrawlInterval: n.cfg.CrawlInterval, Now: n.cfg.Now})
 	src := checkSources{targets: catalogTargets{n.catalog}, reports: catalogReports{n.catalog}, patterns: n.cr.PatternSet()}

@@ -47,9 +47,15 @@ var routeTable = []Route{
 	{Pattern: "/api/v1/check", Methods: []string{http.MethodPost, http.MethodOptions}, serve: (*api).serveCheck},
 	{Pattern: "/api/v1/admin/crawl", Methods: []string{http.MethodPost}, serve: (*api).serveAdminCrawl},
 
-	{Pattern: "/log/checkpoint", Methods: getOnly, serve: (*api).serveCheckpoint},
+	{Pattern: "/log/checkpoint", Methods: getOnly, serve: (*api).serveCosignedCheckpoint},
 	{Pattern: "/log/tile/{L}/{N...}", Methods: getOnly, serve: serveTileRoute},
 	{Pattern: "/log/tile/entries/{N...}", Methods: getOnly, serve: serveTileRoute},
+
+	// The witness (c2sp.org/tlog-witness, at the root) and the evidence it holds.
+	{Pattern: "/add-checkpoint", Methods: []string{http.MethodPost}, serve: (*api).serveWitness},
+	{Pattern: "/{origin_hash}/checkpoint", Methods: getOnly, serve: (*api).serveWitness},
+	{Pattern: "/api/v1/evidence", Methods: getOnly, serve: (*api).serveEvidenceList},
+	{Pattern: "/api/v1/evidence/{id}", Methods: getOnly, serve: withPathValue("id", (*api).serveEvidenceBundle)},
 }
 
 // serveLabelRoute hands a label path to routeLabel, which tells a label

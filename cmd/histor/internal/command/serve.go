@@ -46,7 +46,7 @@ func serveCommand(d deps) *cli.Command {
 			"integrity and refuses to start over a damaged data directory, and serves the HISTOR JSON API under /api/v1/ " +
 			"and C2SP tlog-tiles under /log/ until SIGTERM or SIGINT. With --crawl-interval it crawls in the background, " +
 			"counting from the last recorded crawl, and each crawl signs a head.",
-		Flags: append(append(serveFlags(), nodeOnlyFlags()...), crawlFlags()...),
+		Flags: append(append(append(serveFlags(), nodeOnlyFlags()...), crawlFlags()...), federationFlags()...),
 		Action: func(c *cli.Context) error {
 			cfg, err := nodeConfig(c)
 			if err != nil {
@@ -106,6 +106,7 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		TrustedProxies:    checks.proxies,
 		Logger:            log,
 	}
+	federationConfig(c, &cfg)
 	if err := cfg.Validate(); err != nil {
 		return node.Config{}, usageError(err)
 	}

@@ -124,14 +124,14 @@ func auditCommand(d deps) *cli.Command {
 			"with the head kept in --state by the previous run (refusing a shrink, a rewrite or a changed key), " +
 			"optionally checks one label's validity and inclusion and reads the whole tree through /log/, then keeps " +
 			"the new head. Exit status: 0 every check passed, 1 the log misbehaved, 2 the audit could not be completed.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "state", Usage: "keep the last verified head in `FILE` (pins the log's key on first run)", EnvVars: []string{"HISTOR_AUDIT_STATE"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "label", Usage: "also check label `ID` (urn:uuid:…): valid, issued by this log, included under the head", EnvVars: []string{"HISTOR_AUDIT_LABEL"}}),
 			altsrc.NewBoolFlag(&cli.BoolFlag{Name: "tiles", Usage: "also read every entry and hash tile under /log/ and check them against the checkpoint", EnvVars: []string{"HISTOR_AUDIT_TILES"}}),
 			altsrc.NewInt64Flag(&cli.Int64Flag{Name: "tiles-max-leaves", Value: audit.DefaultMaxTilesLeaves, Usage: "with --tiles, refuse (exit 2) a checkpoint of more than `N` leaves", EnvVars: []string{"HISTOR_AUDIT_TILES_MAX_LEAVES"}}),
 			altsrc.NewDurationFlag(&cli.DurationFlag{Name: "timeout", Value: audit.DefaultTimeout, Usage: "`DURATION` allowed for each request", EnvVars: []string{"HISTOR_AUDIT_TIMEOUT"}}),
 			altsrc.NewDurationFlag(&cli.DurationFlag{Name: "deadline", Value: audit.DefaultDeadline, Usage: "`DURATION` allowed for the whole audit (exit 2 when it expires)", EnvVars: []string{"HISTOR_AUDIT_DEADLINE"}}),
-		},
+		}, auditFederationFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError(errors.New("audit: name exactly one BASE URL"))
@@ -143,11 +143,18 @@ func auditCommand(d deps) *cli.Command {
 			if err != nil {
 				return err
 			}
+			fed, err := newFedAudit(c, log)
+			if err != nil {
+				return err
+			}
 			rep, err := audit.Run(c.Context, audit.Options{
 				Base: c.Args().First(), StatePath: c.String("state"), LabelID: c.String("label"),
 				Tiles: c.Bool("tiles"), MaxTilesLeaves: uint64(c.Int64("tiles-max-leaves")),
 				Timeout: c.Duration("timeout"), Deadline: c.Duration("deadline"), Logger: log,
 			})
+			if err == nil {
+				err = fed.run(c.Context, rep)
+			}
 			return auditResult(d.stdio, rep, err)
 		},
 	}

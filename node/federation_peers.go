@@ -1,0 +1,273 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/histor-observer/histor/gossip"
+	hlog "github.com/histor-observer/histor/log"
+	"github.com/histor-observer/histor/log/format"
+	"github.com/histor-observer/histor/witness"
+)
+
+// onPeerHead is gossip's OnHead: it keeps the head for the peer loop, which
+// fetches proofs, so gossip's goroutines never wait on a peer.
+func (f *federation) onPeerHead(h *gossip.Head) {
+	f.mu.Lock()
+	if cur := f.peerHeads[h.STH.Log]; cur == nil || cur.STH.TreeSize <= h.STH.TreeSize {
+		f.peerHeads[h.STH.Log] = h
+	}
+	f.mu.Unlock()
+	signal(f.peerWake)
+}
+
+// peerLoop checks the peers' new heads one at a time.
+func (f *federation) peerLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.peerWake:
+		}
+		f.mu.Lock()
+		pending := f.peerHeads
+		f.peerHeads = map[string]*gossip.Head{}
+		f.mu.Unlock()
+		for _, h := range pending {
+			if ctx.Err() != nil {
+				return
+			}
+			f.checkPeerHead(ctx, h)
+		}
+	}
+}
+
+// checkPeerHead checks a peer's head against the last one this node
+// verified of that peer: one size, one root; a larger size, a consistency
+// proof the peer serves that verifies. Anything else is evidence. A proof
+// that cannot be fetched leaves the last verified head as it is, so the
+// next head is checked from it.
+func (f *federation) checkPeerHead(ctx context.Context, h *gossip.Head) {
+	v, err := headVerifier(h)
+	if err != nil {
+		f.logger.Error("checking a peer's head", "err", err)
+		return
+	}
+	f.witnessPeer(v)
+	did := h.STH.Log
+	prev := f.checked[did]
+	switch {
+	case prev == nil || prev.STH.TreeSize == 0:
+		f.checked[did] = h
+		return
+	case h.STH.TreeSize < prev.STH.TreeSize:
+		return // older than what was checked; gossip keeps the newest
+	case h.STH.TreeSize == prev.STH.TreeSize:
+		if h.STH.Root != prev.STH.Root {
+			f.makeEvidence(prev.CheckpointNote, h.CheckpointNote, nil, v)
+		}
+		return
+	}
+	proof, err := f.fetchConsistency(ctx, did, prev.STH.TreeSize, h.STH.TreeSize)
+	if err != nil {
+		f.logger.Warn("fetching a peer's consistency proof", "peer", did, "from", prev.STH.TreeSize, "to", h.STH.TreeSize, "err", err)
+		return
+	}
+	if format.VerifyConsistency(prev.STH.TreeSize, h.STH.TreeSize, proof, prev.STH.Root, h.STH.Root) != nil {
+		f.makeEvidence(prev.CheckpointNote, h.CheckpointNote, proof, v)
+		return
+	}
+	f.checked[did] = h
+}
+
+func (f *federation) fetchConsistency(ctx context.Context, did string, first, second uint64) ([][32]byte, error) {
+	g := f.gos.Load()
+	if g == nil {
+		return nil, errors.New("gossip is not running")
+	}
+	ctx, cancel := context.WithTimeout(ctx, peerHeadTimeout)
+	defer cancel()
+	return g.ConsistencyProof(ctx, did, first, second)
+}
+
+// witnessPeer makes the witness witness a peer's log, as its heads name it
+// (a peer given by did:key is known by its origin only from them).
+func (f *federation) witnessPeer(v note.Verifier) {
+	if have := f.verifier(v.Name()); have != nil && have.KeyHash() == v.KeyHash() {
+		return
+	}
+	w := f.wit
+	if w == nil {
+		return
+	}
+	if err := w.AddLog(v); err != nil {
+		f.logger.Warn("witnessing a peer's log", "origin", v.Name(), "err", err)
+		return
+	}
+	f.setVerifier(v)
+}
+
+// gossipLog is what gossip serves of this node's log.
+type gossipLog struct {
+	log *hlog.Log
+	f   *federation
+}
+
+func (g gossipLog) Latest() (sth, checkpoint []byte) {
+	h := g.log.Latest()
+	if h.STH == nil {
+		return nil, nil
+	}
+	return h.STH, g.f.cosignedCheckpoint(h)
+}
+
+func (g gossipLog) ConsistencyProof(first, second uint64) ([][32]byte, error) {
+	return g.log.ConsistencyProof(first, second)
+}
+
+func (g gossipLog) InclusionProof(index, size uint64) ([][32]byte, error) {
+	return g.log.InclusionProof(index, size)
+}
+
+func (g gossipLog) Label(id string) (uint64, []byte, error) {
+	i, err := g.log.LabelIndex(id)
+	if errors.Is(err, hlog.ErrNotFound) {
+		return 0, nil, fmt.Errorf("%w: %w", gossip.ErrNotFound, err)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	label, err := g.log.Entry(i)
+	if err != nil {
+		return 0, nil, err
+	}
+	return i, label, nil
+}
+
+// submitTransport carries the submitter's add-checkpoint requests: to a
+// peer's witness over gossip when the host is one of p2p's, otherwise over
+// HTTP.
+type submitTransport struct {
+	p2p    map[string]string // host → did:key of the peer; fixed at start
+	gossip func() *gossip.Node
+	http   http.RoundTripper
+}
+
+func newSubmitTransport(p2p map[string]string, g func() *gossip.Node) *submitTransport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 4
+	return &submitTransport{p2p: p2p, gossip: g, http: t}
+}
+
+// maxSubmitBody bounds an add-checkpoint body: a checkpoint and a proof.
+const maxSubmitBody = 64 << 10
+
+func (t *submitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	did, ok := t.p2p[req.URL.Host]
+	if !ok {
+		return t.http.RoundTrip(req)
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxSubmitBody+1))
+	req.Body.Close()
+	if err != nil || len(body) > maxSubmitBody {
+		return nil, fmt.Errorf("reading add-checkpoint body: %v", err)
+	}
+	g := t.gossip()
+	if g == nil {
+		return nil, errors.New("gossip is not running")
+	}
+	status, answer, err := g.AddCheckpoint(req.Context(), did, body)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Response{StatusCode: status, Status: strconv.Itoa(status) + " " + http.StatusText(status),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req,
+		Header: http.Header{"Content-Type": {answerType(status, answer)}}, ContentLength: int64(len(answer)),
+		Body: io.NopCloser(bytes.NewReader(answer))}, nil
+}
+
+// answerType gives back the media type gossip's answer does not carry: a
+// 409 whose body is one decimal line names the witness's size.
+func answerType(status int, body []byte) string {
+	if s, ok := strings.CutSuffix(string(body), "\n"); ok && status == http.StatusConflict {
+		if n, err := strconv.ParseUint(s, 10, 64); err == nil && strconv.FormatUint(n, 10) == s {
+			return witness.ContentTypeSize
+		}
+	}
+	return "text/plain; charset=utf-8"
+}
+
+// DescriptorPath is where a node running gossip writes its signed observer
+// descriptor at start, for its peers' Config.Peers: DataDir/observer.descriptor.
+func (n *Node) DescriptorPath() string { return filepath.Join(n.cfg.DataDir, "observer.descriptor") }
+
+// writeDescriptor signs this observer's descriptor and writes it to
+// DescriptorPath.
+func (n *Node) writeDescriptor() ([]byte, error) {
+	desc, err := n.descriptor()
+	if err != nil {
+		return nil, err
+	}
+	tmp := n.DescriptorPath() + ".tmp"
+	if err := os.WriteFile(tmp, desc, 0o644); err != nil {
+		return nil, fmt.Errorf("writing observer descriptor: %w", err)
+	}
+	if err := os.Rename(tmp, n.DescriptorPath()); err != nil {
+		return nil, fmt.Errorf("writing observer descriptor: %w", err)
+	}
+	return desc, nil
+}
+
+// descriptor binds the log key to the witness and host keys, the listen
+// addresses a peer can dial (not the unspecified ones) and the public URL:
+// PublicURL when it is https, else https:// and the origin's host part (a
+// descriptor names an https URL only).
+func (n *Node) descriptor() ([]byte, error) {
+	cos, err := format.NewCosigner(n.cfg.WitnessName, n.fed.witnessKey.Public().(ed25519.PublicKey))
+	if err != nil {
+		return nil, fmt.Errorf("making observer descriptor: %w", err)
+	}
+	var addrs []string
+	for _, a := range n.cfg.P2PListen {
+		if !unspecifiedAddr(a) {
+			addrs = append(addrs, a)
+		}
+	}
+	url := n.cfg.PublicURL
+	if !strings.HasPrefix(url, "https://") {
+		host, _, _ := strings.Cut(n.cfg.LogOrigin, "/")
+		url = "https://" + host
+	}
+	desc, err := format.SignObserver(n.id.logKey, format.Observer{Origin: n.cfg.LogOrigin, Witness: cos,
+		P2PKey: n.fed.p2pKey.Public().(ed25519.PublicKey), Addrs: addrs, URL: url, Time: uint64(n.now().Unix())})
+	if err != nil {
+		return nil, fmt.Errorf("making observer descriptor: %w", err)
+	}
+	return desc, nil
+}
+
+// unspecifiedAddr: /ip4/0.0.0.0/… or /ip6/::/….
+func unspecifiedAddr(a string) bool {
+	parts := strings.Split(a, "/")
+	if len(parts) < 3 || (parts[1] != "ip4" && parts[1] != "ip6") {
+		return false
+	}
+	ip, err := netip.ParseAddr(parts[2])
+	return err == nil && ip.IsUnspecified()
+}
+
+// Descriptor returns this node's signed observer descriptor as it would
+// write it now; the node need not be open.
+func (n *Node) Descriptor() ([]byte, error) { return n.descriptor() }
