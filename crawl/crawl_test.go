@@ -609,6 +609,10 @@ func TestReadingAPIState(t *testing.T) {
 		if r.LeafIndex != l.index || r.ID != l.id || r.Method != l.method || r.Verdict != l.verdict || r.Digest != mtl.SRI(raw) || r.TargetID != id {
 			t.Errorf("reference %d: %+v, log entry %d %s %s %s", i, r, l.index, l.id, l.method, l.verdict)
 		}
+		// HISTOR's labels.subject is the label's verifiedWork.digestSRI.
+		if work := l.subject["verifiedWork"].(map[string]any); r.Subject != work["digestSRI"] {
+			t.Errorf("reference %d: subject %q, label's verifiedWork %v", i, r.Subject, work)
+		}
 	}
 	spans, err := e.st.Spans(id)
 	if err != nil || len(spans) != 3 {

@@ -147,7 +147,7 @@ func (j *crawlJob) issue(p *prepared, method string, in awr.LabelInput) (state.L
 		return state.LabelRef{}, err
 	}
 	ref := state.LabelRef{
-		TargetID: p.prev.TargetID, ID: id, Method: method, Verdict: verdict, Subject: in.Subject.ID,
+		TargetID: p.prev.TargetID, ID: id, Method: method, Verdict: verdict, Subject: in.Subject.DigestSRI,
 		ObservedAt: in.ObservedAt, IssuedAt: in.IssuedAt, Digest: mtl.SRI(signed),
 	}
 	p.entries = append(p.entries, hlog.Entry{ID: id, Label: signed})

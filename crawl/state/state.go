@@ -152,7 +152,7 @@ type LabelRef struct {
 	ID         string    `json:"id"`
 	Method     string    `json:"method"`  // method URN
 	Verdict    string    `json:"verdict"` // pass, fail or inconclusive
-	Subject    string    `json:"subject"` // subject URN
+	Subject    string    `json:"subject"` // subject digest: the label's verifiedWork.digestSRI, as HISTOR's labels.subject
 	ObservedAt time.Time `json:"observedAt"`
 	IssuedAt   time.Time `json:"issuedAt"`
 	Digest     string    `json:"digest"` // SRI of the signed label's bytes
