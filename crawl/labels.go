@@ -107,6 +107,29 @@ func toolsOf(body []byte) ([]any, error) {
 	return tools, nil
 }
 
+// namesOf reads toolSet.names from a stored canonical subject descriptor.
+func namesOf(body []byte) ([]string, error) {
+	v, err := canon.Parse(body)
+	if err != nil {
+		return nil, fmt.Errorf("parsing stored descriptor: %w", err)
+	}
+	desc, _ := v.(map[string]any)
+	ts, _ := desc["toolSet"].(map[string]any)
+	list, ok := ts["names"].([]any)
+	if !ok {
+		return nil, fmt.Errorf("stored descriptor has no toolSet.names")
+	}
+	names := make([]string, 0, len(list))
+	for _, n := range list {
+		s, ok := n.(string)
+		if !ok {
+			return nil, fmt.Errorf("stored descriptor has a tool name that is not a string")
+		}
+		names = append(names, s)
+	}
+	return names, nil
+}
+
 // MaxLabelBytes bounds one signed label, well under the 64 KiB a C2SP entry
 // may hold: labels cite their evidence by SRI and stay small. Only the
 // matches a hostile tool set can multiply (many tools, long names) reach it.

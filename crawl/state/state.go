@@ -161,14 +161,19 @@ type LabelRef struct {
 
 // Change is one change record: a target's tool-set digest moved.
 type Change struct {
-	ID       string          `json:"id"`
-	TargetID string          `json:"targetId"`
-	Name     string          `json:"name"`
-	Endpoint string          `json:"endpoint"`
-	Before   string          `json:"before"` // tool-set digest before
-	After    string          `json:"after"`
-	At       time.Time       `json:"at"`
-	Summary  json.RawMessage `json:"summary"` // crawl/diff's record of what changed
+	ID       string `json:"id"`
+	TargetID string `json:"targetId"`
+	Name     string `json:"name"`
+	Endpoint string `json:"endpoint"`
+	Before   string `json:"before"` // tool-set digest before; "" when that set had none
+	After    string `json:"after"`
+	// FromSubject and ToSubject are the subject digests before and after
+	// (HISTOR's from_subject and to_subject); "" in records stored before
+	// they were kept.
+	FromSubject string          `json:"fromSubject,omitempty"`
+	ToSubject   string          `json:"toSubject,omitempty"`
+	At          time.Time       `json:"at"`
+	Summary     json.RawMessage `json:"summary"` // crawl/diff's record of what changed
 	// LabelID is the continuity label issued with the change, if one was.
 	LabelID string `json:"labelId,omitempty"`
 	// Seq is HISTOR's integer change id: assigned by CommitAll, 1, 2, 3…

@@ -1,0 +1,67 @@
+package node
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/histor-observer/histor/crawl/registry"
+	"github.com/histor-observer/histor/crawl/scan"
+	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/catalog/catalogtest"
+)
+
+// newStoreNode is a test node whose reading API serves a crawl state
+// holding exactly what fill writes into it.
+func newStoreNode(t *testing.T, fill func(st *state.Store)) *readNode {
+	t.Helper()
+	tn := newTestNode(t, 0)
+	st := catalogtest.OpenStore(t, filepath.Join(t.TempDir(), "state"))
+	fill(st)
+	clock := func() time.Time { return catalogtest.Now }
+	c, err := catalog.New(catalog.Options{Store: st, Log: tn.node.Log(), Patterns: scan.Default(), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tn.node.SetReadAPI(ReadAPI{Catalog: c, PublicBase: "https://observer.example", CrawlInterval: 24 * time.Hour, Now: clock}); err != nil {
+		t.Fatal(err)
+	}
+	return &readNode{testNode: tn, c: c}
+}
+
+// TestChangeSubjects: a change row serves the subject digests the crawl
+// recorded as from_subject and to_subject, and a record stored before
+// they were kept reads with both null.
+func TestChangeSubjects(t *testing.T) {
+	const (
+		fromSubj = "sha256-nNR6utZJHl/EpVoffkzaYj4kA7LbJOig5Yz91lk6k1s="
+		toSubj   = "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
+	)
+	tg := registry.Target{ID: "00112233445566ff", Name: "io.example/s", Endpoint: "https://s.example/mcp", Transport: "streamable-http"}
+	rn := newStoreNode(t, func(st *state.Store) {
+		at := catalogtest.Now.Add(-time.Hour)
+		old := json.RawMessage(`{"id":"aa","targetId":"` + tg.ID + `","name":"n","endpoint":"e","before":"","after":"","at":"` +
+			at.Add(-time.Hour).Format(time.RFC3339) + `","summary":{"added":[],"removed":[],"modified":[],"detail":"names-only"}}`)
+		var oldChange state.Change
+		if err := json.Unmarshal(old, &oldChange); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range []state.Update{
+			{Target: &state.Target{Target: tg, Status: "ok"}, Change: &oldChange},
+			{Change: &state.Change{ID: "bb", TargetID: tg.ID, Name: tg.Name, Endpoint: tg.Endpoint, At: at,
+				FromSubject: fromSubj, ToSubject: toSubj, Summary: json.RawMessage(`{}`)}},
+		} {
+			if err := st.Commit(u); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	for seq, want := range map[string][2]any{"1": {nil, nil}, "2": {fromSubj, toSubj}} {
+		row := rn.readJSON(t, "/api/v1/changes/"+seq)
+		if got := [2]any{row["from_subject"], row["to_subject"]}; got != want {
+			t.Errorf("change %s: subjects %v, want %v", seq, got, want)
+		}
+	}
+}
