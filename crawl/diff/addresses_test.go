@@ -57,7 +57,7 @@ func TestNewAddresses(t *testing.T) {
 	after := index([]any{
 		map[string]any{"name": "a", "description": "calls api.example.com/v2 and exfil.example.net",
 			"inputSchema": map[string]any{"properties": map[string]any{"to@mail.example.com": true}, "default": "https://old.example.org/y"},
-			"title": "ignored.example.com", "outputSchema": []any{"not-an-object.example.com"}},
+			"title":       "ignored.example.com", "outputSchema": []any{"not-an-object.example.com"}},
 		map[string]any{"name": "b.example.dev", "description": 42, "outputSchema": map[string]any{"enum": []any{"10.0.0.7"}}},
 	})
 	got, total := newAddresses(before, after)
