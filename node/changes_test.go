@@ -65,3 +65,30 @@ func TestChangeSubjects(t *testing.T) {
 		}
 	}
 }
+
+// TestServerRegistryText: the registry's description, repository and
+// website, as harvested, are served in the server summary and page; a
+// target without them reads null.
+func TestServerRegistryText(t *testing.T) {
+	with := registry.Target{ID: "00112233445566aa", Name: "io.example/with", Endpoint: "https://w.example/mcp", Transport: "streamable-http",
+		Description: "Reads the weather.", Repository: "https://github.com/example/with", Website: "https://w.example"}
+	without := registry.Target{ID: "00112233445566bb", Name: "io.example/without", Endpoint: "https://o.example/mcp", Transport: "streamable-http"}
+	rn := newStoreNode(t, func(st *state.Store) {
+		if err := st.PutTargets([]state.Target{{Target: with, Status: "ok"}, {Target: without, Status: "ok"}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, tc := range []struct {
+		tg                  registry.Target
+		desc, repo, website any
+	}{
+		{with, with.Description, with.Repository, with.Website},
+		{without, nil, nil, nil},
+	} {
+		page := rn.readJSON(t, "/api/v1/servers/"+tc.tg.ID)
+		s := page["server"].(map[string]any)
+		if page["description"] != tc.desc || s["repository"] != tc.repo || s["website"] != tc.website {
+			t.Errorf("%s: description %v, repository %v, website %v", tc.tg.Name, page["description"], s["repository"], s["website"])
+		}
+	}
+}
