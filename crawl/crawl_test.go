@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"log/slog"
 	"net"
 	"net/http"
@@ -674,5 +675,29 @@ func TestChangeFromUndigestibleSet(t *testing.T) {
 	s = summaryOf(t, full)
 	if full.FromSubject != second.Subject || s["detail"] != "full" || fmt.Sprint(s["newAddresses"]) != "[collect.example.net]" || s["newAddressesTotal"] != 1.0 {
 		t.Errorf("full change %+v, summary %v", full, s)
+	}
+}
+
+// TestRunRecord: the stored run counts distinct server names beside the
+// targets, and the labels by method as well as in all.
+func TestRunRecord(t *testing.T) {
+	e := newEnv(t)
+	url := serve(t, stateless(toolServer(baseTools))).URL
+	reg := registrytest.Server(t, []registrytest.Entry{
+		{Name: "io.example/two", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: url + "/a"}, {Type: "streamable-http", URL: url + "/b"}}},
+		{Name: "io.example/one", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: url + "/{tenant}"}}},
+	})
+	sum := e.run(t, e.crawler(t, reg.URL, nil))
+	runs, err := e.st.Runs(0)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %+v, %v", runs, err)
+	}
+	r := runs[0]
+	if r.Targets != 3 || r.RegistryServers == nil || *r.RegistryServers != 2 || sum.Servers != 2 {
+		t.Errorf("run %+v: want 3 targets of 2 servers", r)
+	}
+	want := map[string]int{awr.MethodObservation: 2, awr.MethodPatternScan: 2, awr.MethodNameThreat: 2}
+	if !maps.Equal(r.ByMethod, want) || r.Labels != 6 {
+		t.Errorf("labels %d by method %v, want 6 as %v", r.Labels, r.ByMethod, want)
 	}
 }

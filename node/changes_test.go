@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/scan"
 	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/catalog/catalogtest"
 )
@@ -90,5 +92,36 @@ func TestServerRegistryText(t *testing.T) {
 		if page["description"] != tc.desc || s["repository"] != tc.repo || s["website"] != tc.website {
 			t.Errorf("%s: description %v, repository %v, website %v", tc.tg.Name, page["description"], s["repository"], s["website"])
 		}
+	}
+}
+
+// TestStatsLastRun: lastRun serves the run's distinct servers and its
+// labels by short method name, as HISTOR's registryServers and
+// labelsIssued; a run recorded before they were kept reads null and {}.
+func TestStatsLastRun(t *testing.T) {
+	two := 2
+	for _, tc := range []struct {
+		name    string
+		run     state.Run
+		servers any
+		labels  string
+	}{
+		{"current", state.Run{Targets: 3, RegistryServers: &two, Labels: 5, ByMethod: map[string]int{
+			awr.MethodObservation: 2, awr.MethodPatternScan: 2, awr.MethodContinuity: 1}},
+			2.0, "map[tool-def-pattern-scan:2 tool-set-continuity:1 tool-set-observation:2]"},
+		{"older record", state.Run{Targets: 3, Labels: 5}, nil, "map[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run.Started, tc.run.Ended = catalogtest.Now.Add(-time.Hour), catalogtest.Now
+			rn := newStoreNode(t, func(st *state.Store) {
+				if err := st.AddRun(tc.run); err != nil {
+					t.Fatal(err)
+				}
+			})
+			run := rn.readJSON(t, "/api/v1/stats")["lastRun"].(map[string]any)
+			if run["registryServers"] != tc.servers || fmt.Sprint(run["labelsIssued"]) != tc.labels {
+				t.Errorf("registryServers %v, labelsIssued %v; want %v, %s", run["registryServers"], run["labelsIssued"], tc.servers, tc.labels)
+			}
+		})
 	}
 }

@@ -183,11 +183,17 @@ type Change struct {
 
 // Run records one crawl.
 type Run struct {
-	Started  time.Time      `json:"started"`
-	Ended    time.Time      `json:"ended"`
-	Targets  int            `json:"targets"`
-	ByStatus map[string]int `json:"byStatus"`
-	Labels   int            `json:"labels"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	Targets int       `json:"targets"`
+	// RegistryServers counts the distinct server names among Targets
+	// (HISTOR's registryServers); nil in runs recorded before it was kept.
+	RegistryServers *int           `json:"registryServers,omitempty"`
+	ByStatus        map[string]int `json:"byStatus"`
+	Labels          int            `json:"labels"`
+	// ByMethod counts Labels by method URN; nil in runs recorded before it
+	// was kept.
+	ByMethod map[string]int `json:"byMethod,omitempty"`
 	Changes  int            `json:"changes"`
 	Complete bool           `json:"complete"`
 	Error    string         `json:"error,omitempty"`
