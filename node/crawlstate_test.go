@@ -1,11 +1,17 @@
 package node
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
 
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/scan"
@@ -123,5 +129,38 @@ func TestStatsLastRun(t *testing.T) {
 				t.Errorf("registryServers %v, labelsIssued %v; want %v, %s", run["registryServers"], run["labelsIssued"], tc.servers, tc.labels)
 			}
 		})
+	}
+}
+
+// TestStatsOfFreshNodeConform: before its first crawl and its first label
+// a node answers /api/v1/stats without lastRun and without the log's
+// rootHash and sthTimestamp, as HISTOR does, and the answer still
+// conforms to the OpenAPI document the node serves.
+func TestStatsOfFreshNodeConform(t *testing.T) {
+	rn := newStoreNode(t, func(*state.Store) {})
+	resp, body := rn.get(t, "/api/v1/stats")
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if _, has := m["lastRun"]; has || fmt.Sprint(m["log"]) != "map[treeSize:0]" {
+		t.Fatalf("fresh node's stats %s", body)
+	}
+	doc, err := libopenapi.NewDocument(openapiDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if ok, errs := v.ValidateHttpResponse(resp.Request, resp); !ok {
+		for _, e := range errs {
+			t.Errorf("%s: %s", e.Message, e.Reason)
+			for _, se := range e.SchemaValidationErrors {
+				t.Errorf("  at %s: %s", se.FieldPath, se.Reason)
+			}
+		}
 	}
 }
