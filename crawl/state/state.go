@@ -204,8 +204,12 @@ type Store struct {
 	db     *pebble.DB
 	logger *slog.Logger
 	// commitMu serialises CommitAll, so change sequence numbers are
-	// assigned in commit order without gaps or repeats.
+	// assigned in commit order without gaps or repeats, and the client
+	// reports' writes and pruning.
 	commitMu sync.Mutex
+	// prunedOn is the latest day whose client-report pruning has run;
+	// guarded by commitMu.
+	prunedOn string
 }
 
 // Open opens (or creates) the state database in dir.
