@@ -200,7 +200,7 @@ func decideOK(s *settings, d decision, out *outcome) error {
 		next.BlockMatches, next.AdviseMatches, next.RecordMatches = 0, 0, 0
 	}
 	if len(d.seen.tools) > 0 && (newSubject || prev.Sets != s.sets) {
-		scanLabels(s, out, d.target, in, d.seen.tools, d.seen.instructions, false)
+		scanLabels(s, out, scanned{target: d.target, in: in, tools: d.seen.tools, instructions: d.seen.instructions})
 	}
 	if a := prev.Anchor; a != nil && d.now.Sub(a.ObservedAt) >= s.gap {
 		c := in
@@ -275,7 +275,7 @@ func decideUnreachable(s *settings, d decision, out *outcome) {
 		ToolSet:    awr.ToolSet{Count: prev.ToolCount, DigestSRI: prev.ToolSetDigest},
 		Server:     awr.Server{Name: d.target.Name, Registry: s.regURN},
 	}
-	scanLabels(s, out, d.target, in, d.prevTools, prev.Instructions, prev.InstructionsClipped)
+	scanLabels(s, out, scanned{target: d.target, in: in, tools: d.prevTools, instructions: prev.Instructions, clipped: prev.InstructionsClipped})
 }
 
 // baseInput is the label input every label over subj shares.
