@@ -36,49 +36,92 @@ const (
 // start of a run, so the search stays linear.
 type pattern struct {
 	re     *regexp.Regexp
-	before func(r rune) bool // a match may not follow such a rune
-	start  func(r rune) bool // a match can begin only with such a rune
-	need   string            // every match holds this text
-	group  int               // the submatch that is the match proper
+	before *class // a match may not follow such a rune
+	start  *class // a match can begin only with such a rune
+	// Every match begins with 1 to leadMax runes of lead, then sep, then a
+	// rune of next (nil: any): checked by hand before re runs, since most
+	// starts fail there and re's matcher costs microseconds a try.
+	lead    *class
+	leadMax int
+	sep     string
+	next    *class
+	group   int // the submatch that is the match proper
 }
 
-func asciiIn(set string) func(rune) bool {
-	return func(r rune) bool {
-		return r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(set, r))
+// class is a set of runes: ASCII ones by table, and with digits every
+// Unicode decimal digit (Python's \d).
+type class struct {
+	ascii  [utf8.RuneSelf]bool
+	digits bool
+}
+
+func (c *class) has(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= 0 && c.ascii[r]
 	}
+	return c.digits && unicode.Is(unicode.Nd, r)
+}
+
+// alnumAnd is the ASCII letters and digits and the runes of set.
+func alnumAnd(set string) *class {
+	c := &class{}
+	for r := range rune(utf8.RuneSelf) {
+		c.ascii[r] = r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(set, r)
+	}
+	return c
+}
+
+// digitsAnd is every decimal digit and the runes of set.
+func digitsAnd(set string) *class {
+	c := &class{digits: true}
+	for r := range rune(utf8.RuneSelf) {
+		c.ascii[r] = r >= '0' && r <= '9' || strings.ContainsRune(set, r)
+	}
+	return c
 }
 
 var (
 	urlPattern = pattern{
 		re: regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]{0,30}://(?:[A-Za-z0-9._~%!$&'()*+,;=:-]{0,256}@)?` +
 			`(\[[0-9A-Fa-f:.]{2,64}\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?))`),
-		before: asciiIn("+.-"),
-		start:  asciiIn(""), // a letter, or a digit the regexp refuses
-		need:   "://",
-		group:  1,
+		before:  alnumAnd("+.-"),
+		start:   alnumAnd(""),    // a letter, or a digit the regexp refuses
+		lead:    alnumAnd("+.-"), // the scheme
+		leadMax: 31,
+		sep:     "://",
+		group:   1,
 	}
 	emailPattern = pattern{
-		re:     regexp.MustCompile(`^([A-Za-z0-9._%+-]{1,64}@((?:[A-Za-z0-9-]{1,63}\.){1,10}[A-Za-z]{2,24}))(?:[^A-Za-z0-9-]|$)`),
-		before: asciiIn("._%+-"),
-		start:  asciiIn("._%+-"),
-		need:   "@",
-		group:  1,
+		re:      regexp.MustCompile(`^([A-Za-z0-9._%+-]{1,64}@((?:[A-Za-z0-9-]{1,63}\.){1,10}[A-Za-z]{2,24}))(?:[^A-Za-z0-9-]|$)`),
+		before:  alnumAnd("._%+-"),
+		start:   alnumAnd("._%+-"),
+		lead:    alnumAnd("._%+-"), // the local part
+		leadMax: 64,
+		sep:     "@",
+		next:    alnumAnd("-"),
+		group:   1,
 	}
 	domainPattern = pattern{
-		re:     regexp.MustCompile(`^((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,10}([A-Za-z]{2,24}))(?:[^A-Za-z0-9_-]|$)`),
-		before: asciiIn(`@/.:_%+\-`),
-		start:  asciiIn(""),
-		need:   ".",
-		group:  1,
+		re:      regexp.MustCompile(`^((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,10}([A-Za-z]{2,24}))(?:[^A-Za-z0-9_-]|$)`),
+		before:  alnumAnd(`@/.:_%+\-`),
+		start:   alnumAnd(""),
+		lead:    alnumAnd("-"), // the first label
+		leadMax: 63,
+		sep:     ".",
+		next:    alnumAnd(""), // a label or the top-level domain
+		group:   1,
 	}
 	// Python's \d is any Unicode decimal digit, so \p{Nd} here.
 	ipv4Pattern = pattern{
 		re: regexp.MustCompile(`^((?:25[0-5]|2[0-4]\p{Nd}|1?\p{Nd}?\p{Nd})(?:\.(?:25[0-5]|2[0-4]\p{Nd}|1?\p{Nd}?\p{Nd})){3})` +
 			`(?:$|[^.\p{Nd}]|\.(?:$|[^\p{Nd}]))`),
-		before: func(r rune) bool { return r == '.' || unicode.Is(unicode.Nd, r) },
-		start:  func(r rune) bool { return unicode.Is(unicode.Nd, r) },
-		need:   ".",
-		group:  1,
+		before:  digitsAnd("."),
+		start:   digitsAnd(""),
+		lead:    digitsAnd(""), // the first octet
+		leadMax: 3,
+		sep:     ".",
+		next:    digitsAnd(""),
+		group:   1,
 	}
 )
 
@@ -99,10 +142,22 @@ var fileExtensions = func() map[string]bool {
 // each calls fn with the submatch indexes of every match of p in text,
 // left to right and without overlap, as Python's finditer would find them.
 func (p pattern) each(text string, fn func(m []int)) {
-	if !strings.Contains(text, p.need) {
-		return
-	}
+	// A match begins at most reach bytes before a separator, so the
+	// search leaps to there from wherever the next separator is farther.
+	reach := p.leadMax * utf8.UTFMax
+	sep := -1 // the first separator at or after i, once searched
 	for i := 0; i < len(text); {
+		if sep < i {
+			j := strings.Index(text[i:], p.sep)
+			if j < 0 {
+				return
+			}
+			sep = i + j
+		}
+		if sep-i > reach {
+			for i = sep - reach; !utf8.RuneStart(text[i]); i++ {
+			}
+		}
 		if !p.startsAt(text, i) {
 			i = nextRune(text, i)
 			continue
@@ -123,16 +178,34 @@ func (p pattern) each(text string, fn func(m []int)) {
 }
 
 // startsAt says a match of p may begin at byte i of text: the rune there
-// may begin one, and the rune before it (if any) may precede one.
+// may begin one, the rune before it (if any) may precede one, and the
+// lead, separator and next rune every match begins with follow.
 func (p pattern) startsAt(text string, i int) bool {
-	if r, _ := utf8.DecodeRuneInString(text[i:]); !p.start(r) {
+	if r, _ := utf8.DecodeRuneInString(text[i:]); !p.start.has(r) {
 		return false
 	}
-	if i == 0 {
+	if i > 0 {
+		if r, _ := utf8.DecodeLastRuneInString(text[:i]); p.before.has(r) {
+			return false
+		}
+	}
+	n := 0
+	for i < len(text) && n < p.leadMax {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if !p.lead.has(r) {
+			break
+		}
+		i += size
+		n++
+	}
+	if n == 0 || !strings.HasPrefix(text[i:], p.sep) {
+		return false
+	}
+	if p.next == nil {
 		return true
 	}
-	r, _ := utf8.DecodeLastRuneInString(text[:i])
-	return !p.before(r)
+	r, _ := utf8.DecodeRuneInString(text[i+len(p.sep):])
+	return p.next.has(r)
 }
 
 func nextRune(s string, i int) int {
