@@ -76,6 +76,10 @@ type decision struct {
 	// prevTools is the tool set stored at prev.ToolSetDigest, set when an
 	// earlier decide asked for it (outcome.needTools); nil otherwise.
 	prevTools []any
+	// prevNames is toolSet.names of the descriptor stored at prev.Subject,
+	// set (never nil, if empty) when an earlier decide asked for it
+	// (outcome.needNames); nil otherwise.
+	prevNames []string
 }
 
 // plannedLabel is one label decide wants issued.
@@ -94,6 +98,10 @@ type outcome struct {
 	// needs (for a change record or a re-scan): load it into
 	// decision.prevTools and decide again. Nothing else is set.
 	needTools string
+	// needNames, when set, is the subject digest of the stored descriptor
+	// whose tool names a names-only change record needs: load them into
+	// decision.prevNames and decide again. Nothing else is set.
+	needNames string
 	status    string // the target's status after this attempt
 	labels    []plannedLabel
 	evidence  []hlog.Evidence
@@ -115,6 +123,9 @@ func decide(s *settings, d decision) (outcome, error) {
 	if need := neededTools(s, d); need != "" && d.prevTools == nil {
 		return outcome{needTools: need}, nil
 	}
+	if need := neededNames(d); need != "" && d.prevNames == nil {
+		return outcome{needNames: need}, nil
+	}
 	next := *d.prev
 	next.Status, next.Detail, next.ObservedAt = d.seen.status, d.seen.detail, d.now
 	next.Attempts++
@@ -133,8 +144,9 @@ func decide(s *settings, d decision) (outcome, error) {
 }
 
 // neededTools is the digest of the stored tool set a decision over d reads,
-// "" if none: the previous set of a change, or the set a new pattern or
-// record set re-scans while the target does not answer.
+// "" if none: the previous set of a change between two digested sets, or
+// the set a new pattern or record set re-scans while the target does not
+// answer.
 func neededTools(s *settings, d decision) string {
 	p := d.prev
 	if p.ToolSetDigest == "" {
@@ -146,10 +158,22 @@ func neededTools(s *settings, d decision) string {
 		}
 		return ""
 	}
-	if changed(p, d.seen.subject) {
+	if changed(p, d.seen.subject) && d.seen.subject.digest != "" {
 		return p.ToolSetDigest
 	}
 	return ""
+}
+
+// neededNames is the subject digest of the stored descriptor whose tool
+// names a decision over d reads, "" if none: the previous subject of a
+// change from or to a set without a digest, which HISTOR records by names
+// alone.
+func neededNames(d decision) string {
+	p, subj := d.prev, d.seen.subject
+	if d.seen.status != mcpclient.StatusOK || !changed(p, subj) || (p.ToolSetDigest != "" && subj.digest != "") {
+		return ""
+	}
+	return p.Subject
 }
 
 // changed says whether subj, after prev's subject, is a change of
@@ -176,7 +200,7 @@ func decideOK(s *settings, d decision, out *outcome) error {
 		next.BlockMatches, next.AdviseMatches, next.RecordMatches = 0, 0, 0
 	}
 	if len(d.seen.tools) > 0 && (newSubject || prev.Sets != s.sets) {
-		scanLabels(s, out, d.target, in, d.seen.tools, d.seen.instructions, false)
+		scanLabels(s, out, scanned{target: d.target, in: in, tools: d.seen.tools, instructions: d.seen.instructions})
 	}
 	if a := prev.Anchor; a != nil && d.now.Sub(a.ObservedAt) >= s.gap {
 		c := in
@@ -251,7 +275,7 @@ func decideUnreachable(s *settings, d decision, out *outcome) {
 		ToolSet:    awr.ToolSet{Count: prev.ToolCount, DigestSRI: prev.ToolSetDigest},
 		Server:     awr.Server{Name: d.target.Name, Registry: s.regURN},
 	}
-	scanLabels(s, out, d.target, in, d.prevTools, prev.Instructions, prev.InstructionsClipped)
+	scanLabels(s, out, scanned{target: d.target, in: in, tools: d.prevTools, instructions: prev.Instructions, clipped: prev.InstructionsClipped})
 }
 
 // baseInput is the label input every label over subj shares.
@@ -273,17 +297,25 @@ func prior(a *state.Anchor) *awr.PriorLabel {
 		SubjectDigestSRI: a.SubjectDigestSRI, ToolSetDigest: a.ToolSetDigest}
 }
 
-// changeRecord records what moved between the previous tool set (prevTools,
-// nil when it had no digest) and this one.
+// changeRecord records what moved between the previous tool set and this
+// one: in full between two digested sets (prevTools), else, as HISTOR
+// does, by the names of the two descriptors (prevNames).
 func changeRecord(d decision, subj *subject) (*state.Change, error) {
-	summary, err := json.Marshal(diff.Compare(d.prevTools, d.seen.tools))
+	var c *diff.Change
+	if d.prev.ToolSetDigest != "" && subj.digest != "" {
+		c = diff.Compare(d.prevTools, d.seen.tools)
+	} else {
+		c = diff.CompareNames(d.prevNames, subj.desc.ToolSet.Names)
+	}
+	summary, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("encoding change summary: %w", err)
 	}
 	t, prev := d.target, d.prev
 	return &state.Change{
 		ID: changeID(t.ID, prev.Subject, subj.sri, d.now), TargetID: t.ID, Name: t.Name, Endpoint: t.Endpoint,
-		Before: prev.ToolSetDigest, After: subj.digest, At: d.now, Summary: summary,
+		Before: prev.ToolSetDigest, After: subj.digest, FromSubject: prev.Subject, ToSubject: subj.sri,
+		At: d.now, Summary: summary,
 	}, nil
 }
 

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -255,5 +256,59 @@ func TestFailedState(t *testing.T) {
 	}
 	if next.Refusal != "" || next.Subject != o.next.Subject {
 		t.Fatal("subject lost")
+	}
+}
+
+// TestDecideNamesOnlyChange: a change from or to a tool set without a
+// digest asks for the previous descriptor's names, not a tool set, and is
+// recorded as HISTOR records it: "names-only", added and removed as name
+// sets, no per-tool diff and no addresses.
+func TestDecideNamesOnlyChange(t *testing.T) {
+	s := testSettings()
+	const toolsC = `[{"name":"get_weather","description":"Returns the weather from api.example.com."},{"name":"forecast"}]`
+	for _, tc := range []struct {
+		name                 string
+		from, to             string
+		fromNames            []string
+		added, removed       []string
+		beforeDigest, digest bool
+	}{
+		{"to an undigestible number", toolsA, toolsNum, []string{"get_weather"}, []string{"scale"}, []string{"get_weather"}, true, false},
+		{"from an undigestible number", toolsNum, toolsC, []string{"scale"}, []string{"forecast", "get_weather"}, []string{"scale"}, false, true},
+		{"to a refused empty set", toolsC, `[]`, []string{"forecast", "get_weather"}, nil, []string{"forecast", "get_weather"}, true, false},
+		{"from a refused empty set", `[]`, toolsA, []string{}, []string{"get_weather"}, nil, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, first := run(t, s, &state.Observation{TargetID: decideT.ID}, []step{{tools: tc.from}}, nil)
+			prev := first.next
+			if (prev.ToolSetDigest != "") != tc.beforeDigest {
+				t.Fatalf("previous digest %q", prev.ToolSetDigest)
+			}
+			d := decision{target: decideT, prev: prev, seen: step{tools: tc.to}.attempt(t, s), now: t0.Add(20 * time.Hour)}
+			out, err := decide(s, d)
+			if err != nil || out.needNames != prev.Subject || out.needTools != "" || out.next != nil {
+				t.Fatalf("first decision %+v, %v; want only a request for the names of %s", out, err, prev.Subject)
+			}
+			d.prevNames = tc.fromNames
+			if out, err = decide(s, d); err != nil || out.change == nil {
+				t.Fatalf("no change record: %+v, %v", out, err)
+			}
+			var sum struct {
+				Added, Removed, Modified []any
+				Detail                   string
+				NewAddresses             []string `json:"newAddresses"`
+				NewTotal                 *int     `json:"newAddressesTotal"`
+			}
+			if err := json.Unmarshal(out.change.Summary, &sum); err != nil {
+				t.Fatal(err)
+			}
+			if sum.Detail != "names-only" || fmt.Sprint(sum.Added) != fmt.Sprint(tc.added) || fmt.Sprint(sum.Removed) != fmt.Sprint(tc.removed) ||
+				len(sum.Modified) != 0 || sum.NewAddresses != nil || sum.NewTotal != nil || sum.Added == nil || sum.Removed == nil {
+				t.Errorf("summary %s; want names-only, added %v, removed %v", out.change.Summary, tc.added, tc.removed)
+			}
+			if (out.change.After != "") != tc.digest {
+				t.Errorf("after %q", out.change.After)
+			}
+		})
 	}
 }

@@ -25,17 +25,27 @@ var scanTruncated = awr.Reason{Code: ReasonScanTruncated, Detail: "a scan bound 
 // server's instructions, which belong to no tool; MTL/1 requires the member.
 const instructionsTool = "(instructions)"
 
-// scanLabels plans the pattern-scan label over tools and instructions and
-// the name-threat label over the server name, and counts their matches in
-// out.next. clipped says the instructions are a stored prefix of longer
-// ones, so the scan counts as truncated.
-func scanLabels(s *settings, out *outcome, t registry.Target, in awr.LabelInput, tools []any, instructions *string, clipped bool) {
+// scanned is what the scan labels of one subject read.
+type scanned struct {
+	target       registry.Target
+	in           awr.LabelInput // the subject's label input; its reasons are not carried over
+	tools        []any
+	instructions *string
+	// clipped says instructions are a stored prefix of longer ones, so the
+	// scan counts as truncated.
+	clipped bool
+}
+
+// scanLabels plans the pattern-scan label over the tools and instructions
+// and the name-threat label over the server name, and counts their matches
+// in out.next.
+func scanLabels(s *settings, out *outcome, sc scanned) {
 	ps, rs := s.patterns, s.records
-	scanIn := in
+	scanIn := sc.in
 	scanIn.Reasons = nil
 	scanIn.PatternSet = awr.Ref{ID: ps.ID(), DigestSRI: ps.Digest()}
-	res := scan.ScanWith(ps, tools, instructions, s.limits)
-	if res.Truncated || clipped {
+	res := scan.ScanWith(ps, sc.tools, sc.instructions, s.limits)
+	if res.Truncated || sc.clipped {
 		scanIn.Reasons = []awr.Reason{scanTruncated}
 	}
 	next := out.next
@@ -55,10 +65,10 @@ func scanLabels(s *settings, out *outcome, t registry.Target, in awr.LabelInput,
 			next.AdviseMatches++
 		}
 	}
-	nameIn := in
+	nameIn := sc.in
 	nameIn.Reasons = nil
 	nameIn.RecordSet = awr.Ref{ID: rs.ID(), DigestSRI: rs.Digest()}
-	for _, m := range s.index.Match(rs, t.Name) {
+	for _, m := range s.index.Match(rs, sc.target.Name) {
 		nameIn.RecordMatches = append(nameIn.RecordMatches, awr.RecordMatch{
 			Code: nameCode(m.Kind), Severity: nameSeverity(m.Kind), Pattern: m.Name, Field: "server.name",
 		})
@@ -105,6 +115,29 @@ func toolsOf(body []byte) ([]any, error) {
 		return nil, fmt.Errorf("stored tool set is not an array")
 	}
 	return tools, nil
+}
+
+// namesOf reads toolSet.names from a stored canonical subject descriptor.
+func namesOf(body []byte) ([]string, error) {
+	v, err := canon.Parse(body)
+	if err != nil {
+		return nil, fmt.Errorf("parsing stored descriptor: %w", err)
+	}
+	desc, _ := v.(map[string]any)
+	ts, _ := desc["toolSet"].(map[string]any)
+	list, ok := ts["names"].([]any)
+	if !ok {
+		return nil, fmt.Errorf("stored descriptor has no toolSet.names")
+	}
+	names := make([]string, 0, len(list))
+	for _, n := range list {
+		s, ok := n.(string)
+		if !ok {
+			return nil, fmt.Errorf("stored descriptor has a tool name that is not a string")
+		}
+		names = append(names, s)
+	}
+	return names, nil
 }
 
 // MaxLabelBytes bounds one signed label, well under the 64 KiB a C2SP entry

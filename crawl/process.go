@@ -87,10 +87,15 @@ func (j *crawlJob) decide(t registry.Target, prev *state.Observation, obs *mcpcl
 		d.seen = attemptOf(obs, subj)
 	}
 	out, err := decide(j.set, d)
-	if err != nil || out.needTools == "" {
+	if err != nil || out.needTools == "" && out.needNames == "" {
 		return out, err
 	}
-	if d.prevTools, err = j.storedTools(out.needTools); err != nil {
+	if out.needTools != "" {
+		d.prevTools, err = j.storedTools(out.needTools)
+	} else {
+		d.prevNames, err = j.storedNames(out.needNames)
+	}
+	if err != nil {
 		return outcome{}, err
 	}
 	return decide(j.set, d)
@@ -103,6 +108,16 @@ func (j *crawlJob) storedTools(digest string) ([]any, error) {
 		return nil, fmt.Errorf("reading stored tool set %s: %w", digest, err)
 	}
 	return toolsOf(body)
+}
+
+// storedNames reads toolSet.names back from a stored subject descriptor;
+// never nil, so an empty list still counts as read.
+func (j *crawlJob) storedNames(sri string) ([]string, error) {
+	body, err := j.c.log.Evidence(hlog.EvidenceDescriptors, sri)
+	if err != nil {
+		return nil, fmt.Errorf("reading stored descriptor %s: %w", sri, err)
+	}
+	return namesOf(body)
 }
 
 // sign issues the outcome's labels and completes the next state from them:
@@ -147,7 +162,7 @@ func (j *crawlJob) issue(p *prepared, method string, in awr.LabelInput) (state.L
 		return state.LabelRef{}, err
 	}
 	ref := state.LabelRef{
-		TargetID: p.prev.TargetID, ID: id, Method: method, Verdict: verdict, Subject: in.Subject.ID,
+		TargetID: p.prev.TargetID, ID: id, Method: method, Verdict: verdict, Subject: in.Subject.DigestSRI,
 		ObservedAt: in.ObservedAt, IssuedAt: in.IssuedAt, Digest: mtl.SRI(signed),
 	}
 	p.entries = append(p.entries, hlog.Entry{ID: id, Label: signed})

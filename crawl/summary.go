@@ -14,8 +14,10 @@ import (
 // Summary is what one crawl did. Every harvested target is counted under
 // exactly one status, so Targets is the sum of ByStatus.
 type Summary struct {
-	Started  time.Time
-	Targets  int
+	Started time.Time
+	Targets int
+	// Servers counts the distinct server names among Targets.
+	Servers  int
 	ByStatus map[string]int
 	// Labels counts labels appended, in all; ByMethod by method URN.
 	Labels   int
@@ -26,15 +28,21 @@ type Summary struct {
 	Complete bool
 	// Errors counts targets our side failed to process (never the server's doing).
 	Errors int
+
+	names map[string]bool // the server names counted in Servers
 }
 
 func newSummary(start time.Time) *Summary {
-	return &Summary{Started: start, ByStatus: map[string]int{}, ByMethod: map[string]int{}}
+	return &Summary{Started: start, ByStatus: map[string]int{}, ByMethod: map[string]int{}, names: map[string]bool{}}
 }
 
 // add counts one processed target. Called from the committer only.
 func (s *Summary) add(p *prepared) {
 	s.Targets++
+	if t := p.update.Target; t != nil && !s.names[t.Name] {
+		s.names[t.Name] = true
+		s.Servers++
+	}
 	s.ByStatus[p.status]++
 	s.Labels += len(p.refs)
 	for _, r := range p.refs {
@@ -51,9 +59,10 @@ func (s *Summary) add(p *prepared) {
 func (s *Summary) finish(end time.Time) { s.Duration = end.Sub(s.Started) }
 
 func (s *Summary) run(errMsg string) state.Run {
+	servers := s.Servers
 	return state.Run{
-		Started: s.Started, Ended: s.Started.Add(s.Duration), Targets: s.Targets,
-		ByStatus: s.ByStatus, Labels: s.Labels, Changes: s.Changes, Complete: s.Complete, Error: errMsg,
+		Started: s.Started, Ended: s.Started.Add(s.Duration), Targets: s.Targets, RegistryServers: &servers,
+		ByStatus: s.ByStatus, Labels: s.Labels, ByMethod: s.ByMethod, Changes: s.Changes, Complete: s.Complete, Error: errMsg,
 	}
 }
 

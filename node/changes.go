@@ -40,6 +40,7 @@ var emptySummary = json.RawMessage(`{"added":[],"removed":[],"modified":[],"deta
 func toChangeRow(c *catalog.Catalog, ch *state.Change) changeRow {
 	row := changeRow{
 		ID: ch.Seq, TargetID: ch.TargetID, ObservedAt: catalog.FormatTime(ch.At),
+		FromSubject: nullStr(ch.FromSubject), ToSubject: nullStr(ch.ToSubject),
 		FromToolset: nullStr(ch.Before), ToToolset: nullStr(ch.After), Summary: ch.Summary,
 		LabelID: nullStr(ch.LabelID), Name: ch.Name, Endpoint: ch.Endpoint, ChangeKey: ch.ID,
 	}

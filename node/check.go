@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -38,8 +37,6 @@ const (
 type ClientReports interface {
 	AddClientReport(target, digest, day string) error
 }
-
-var checkSRI = regexp.MustCompile(`^sha256-[A-Za-z0-9+/]{43}=$`)
 
 // checker answers POST /api/v1/check. One is built per opened API; its
 // limiters, scan slot and scan cache live as long as it does.
@@ -286,7 +283,7 @@ func (q *checkQuery) readTools(m map[string]any) error {
 	}
 	if v := m["toolSetDigest"]; v != nil {
 		d, ok := v.(string)
-		if !ok || !checkSRI.MatchString(d) {
+		if !ok || !mtl.ValidSRI(d) {
 			return errors.New("toolSetDigest must be an MTL/1 tool-set digest (sha256-<base64>)")
 		}
 		q.digest = d

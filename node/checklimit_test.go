@@ -1,6 +1,8 @@
 package node
 
 import (
+	"bytes"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -149,7 +151,7 @@ func TestCheckContribute(t *testing.T) {
 	f := newCheckFixture(t, nil)
 	id := mtl.ServerID("io.example/one", endpointOK)
 	// A digest holding '/' (about half of all), to be sure the store keeps it.
-	slash := "sha256-" + strings.Repeat("a/", 21) + "a="
+	slash := "sha256-" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xff}, 32)) // all "/"
 	contrib := body(`"endpoint":"`+endpointOK+`"`, `"toolSetDigest":"`+slash+`"`, `"contribute":true`)
 	steps := []struct {
 		remote, body string

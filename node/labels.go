@@ -1,8 +1,6 @@
 package node
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -129,7 +127,7 @@ func (a *api) writeLabelProof(w http.ResponseWriter, id string, index uint64, he
 
 // serveEvidence answers /api/v1/<kind>/<sri> with the stored JCS bytes.
 func (a *api) serveEvidence(w http.ResponseWriter, r *http.Request, kind, sri string) {
-	if !validSRI(sri) {
+	if !mtl.ValidSRI(sri) {
 		a.fail(w, http.StatusBadRequest, "digest must be sha256-<base64 of 32 bytes>")
 		return
 	}
@@ -144,17 +142,6 @@ func (a *api) serveEvidence(w http.ResponseWriter, r *http.Request, kind, sri st
 	}
 	w.Header().Set("Cache-Control", cacheImmutable)
 	writeBody(w, "application/json", body)
-}
-
-// validSRI accepts only the canonical SRI of a SHA-256 digest: "sha256-"
-// and 44 characters of padded standard base64 that re-encode identically.
-func validSRI(s string) bool {
-	b64, ok := strings.CutPrefix(s, "sha256-")
-	if !ok || len(b64) != 44 {
-		return false
-	}
-	raw, err := base64.StdEncoding.Strict().DecodeString(b64)
-	return err == nil && len(raw) == sha256.Size
 }
 
 // entrySummary is one row of /api/v1/log/entries, HISTOR's member names.

@@ -13,7 +13,7 @@ import (
 // spliced in after it as the stored bytes (a tool set can be megabytes).
 type serverPage struct {
 	Server         serverSummary       `json:"server"`
-	Description    *string             `json:"description"` // not harvested yet: always null
+	Description    *string             `json:"description"` // the registry's, clipped
 	Descriptor     json.RawMessage     `json:"descriptor"`
 	PatternMatches []catalog.Match     `json:"patternMatches"`
 	Classifier     *struct{}           `json:"classifier"` // no classifier: always null
@@ -85,7 +85,7 @@ func (a *api) serveServer(w http.ResponseWriter, r *http.Request, id string) {
 
 // buildServerPage gathers one server's page and its stored tool set.
 func (a *api) buildServerPage(c *catalog.Catalog, s *catalog.Server, now time.Time) (*serverPage, []byte, error) {
-	p := &serverPage{Server: summarizeServer(s, now)}
+	p := &serverPage{Server: summarizeServer(s, now), Description: nullStr(s.Description)}
 	var err error
 	if p.Descriptor, err = c.Descriptor(s); err != nil {
 		return nil, nil, err

@@ -225,8 +225,8 @@ type serverSummary struct {
 	Endpoint        string  `json:"endpoint"`
 	Transport       string  `json:"transport"`
 	Version         *string `json:"version"`
-	Repository      *string `json:"repository"` // not harvested yet: always null
-	Website         *string `json:"website"`    // likewise
+	Repository      *string `json:"repository"`
+	Website         *string `json:"website"`
 	Delisted        bool    `json:"delisted"`
 	SkipReason      *string `json:"skipReason"`
 	LastStatus      *string `json:"lastStatus"`
@@ -264,7 +264,7 @@ func summarizeServer(s *catalog.Server, now time.Time) serverSummary {
 	}
 	return serverSummary{
 		ID: s.ID, Name: s.Name, Title: nullStr(s.Title), Endpoint: s.Endpoint, Transport: s.Transport,
-		Version: nullStr(s.Version), Delisted: s.Delisted, SkipReason: nullStr(s.Skip),
+		Version: nullStr(s.Version), Repository: nullStr(s.Repository), Website: nullStr(s.Website), Delisted: s.Delisted, SkipReason: nullStr(s.Skip),
 		LastStatus: nullStr(s.Status), LastDetail: nullStr(s.Detail), LastAttempt: nullTime(lastAttempt),
 		LastObserved: nullTime(o.LastOK), ToolCount: count, SubjectDigest: nullStr(o.Subject),
 		ToolSetDigest: nullStr(o.ToolSetDigest), FirstPinned: nullTime(o.FirstPinned),

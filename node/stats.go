@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/histor-observer/histor/crawl/registry"
@@ -59,12 +60,12 @@ type runStats struct {
 	ID                int            `json:"id"` // the run's number, 1 for the first
 	StartedAt         string         `json:"startedAt"`
 	FinishedAt        *string        `json:"finishedAt"`
-	RegistryServers   *int           `json:"registryServers"` // not recorded: null
+	RegistryServers   *int           `json:"registryServers"` // null for runs recorded before it was kept
 	RegistryEndpoints int            `json:"registryEndpoints"`
 	NotAttempted      map[string]int `json:"notAttempted"`
 	Attempted         int            `json:"attempted"`
 	Statuses          map[string]int `json:"statuses"`
-	LabelsIssued      map[string]int `json:"labelsIssued"` // only "total": the run keeps no count per method
+	LabelsIssued      map[string]int `json:"labelsIssued"` // by short method name, HISTOR's; {} for runs recorded before it was kept
 	Changes           int            `json:"changes"`
 	Error             *string        `json:"error"`
 	Complete          bool           `json:"complete"`
@@ -130,9 +131,12 @@ var skipStatuses = map[string]bool{registry.SkipTemplated: true, registry.SkipOp
 func toRunStats(run *state.Run, n int) *runStats {
 	rs := &runStats{
 		ID: n, StartedAt: catalog.FormatTime(run.Started), FinishedAt: nullTime(run.Ended),
-		RegistryEndpoints: run.Targets, NotAttempted: map[string]int{}, Statuses: map[string]int{},
-		LabelsIssued: map[string]int{"total": run.Labels}, Changes: run.Changes,
+		RegistryServers: run.RegistryServers, RegistryEndpoints: run.Targets, NotAttempted: map[string]int{},
+		Statuses: map[string]int{}, LabelsIssued: make(map[string]int, len(run.ByMethod)), Changes: run.Changes,
 		Error: nullStr(run.Error), Complete: run.Complete,
+	}
+	for m, k := range run.ByMethod {
+		rs.LabelsIssued[m[strings.LastIndex(m, ":")+1:]] += k
 	}
 	skipped := 0
 	for status, k := range run.ByStatus {

@@ -6,13 +6,24 @@ import (
 
 // Change is what differs between two tool sets.
 type Change struct {
-	Added    []string     // names only in after, sorted; renamed tools excluded
-	Removed  []string     // names only in before, sorted; renamed tools excluded
+	// Added and Removed are HISTOR's plain name sets, sorted: names only in
+	// after, and only in before. A renamed tool is in both, and in Renamed.
+	Added    []string
+	Removed  []string
 	Modified []ToolChange // tools on both sides whose members differ, by name
 	Renamed  []Rename     // removed+added pairs with identical content, by From
 	// SerializationOnly: the only differences are schema paths under
 	// "$schema" or "additionalProperties" keywords.
 	SerializationOnly bool
+	// NamesOnly says one side had no digestible tool set, so only names
+	// were compared (HISTOR's detail "names-only"); Modified, Renamed and
+	// the addresses are then empty.
+	NamesOnly bool
+	// NewAddresses are the hosts, e-mail and IPv4 addresses after mentions
+	// and before did not, sorted, at most MaxNewAddresses;
+	// NewAddressesTotal counts them all.
+	NewAddresses      []string
+	NewAddressesTotal int
 }
 
 // Rename pairs a removed tool with an added one of identical description,
@@ -71,9 +82,38 @@ func Compare(before, after []any) *Change {
 	sort.Strings(c.Removed)
 	c.pairRenames(a, b)
 	serial := c.modified(a, b)
-	c.SerializationOnly = serial && len(c.Modified) > 0 &&
-		len(c.Added) == 0 && len(c.Removed) == 0 && len(c.Renamed) == 0
+	c.SerializationOnly = serial && len(c.Modified) > 0 && len(c.Added) == 0 && len(c.Removed) == 0
+	c.NewAddresses, c.NewAddressesTotal = newAddresses(a, b)
 	return c
+}
+
+// CompareNames compares two tool sets by their names alone, as HISTOR
+// does when either side has no digestible tool set (the names are the
+// subject descriptors' toolSet.names): Added and Removed only.
+func CompareNames(before, after []string) *Change {
+	a, b := nameSet(before), nameSet(after)
+	c := &Change{NamesOnly: true}
+	for n := range b {
+		if !a[n] {
+			c.Added = append(c.Added, n)
+		}
+	}
+	for n := range a {
+		if !b[n] {
+			c.Removed = append(c.Removed, n)
+		}
+	}
+	sort.Strings(c.Added)
+	sort.Strings(c.Removed)
+	return c
+}
+
+func nameSet(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
 }
 
 func index(tools []any) map[string]map[string]any {
@@ -102,6 +142,7 @@ func content(t map[string]any) string {
 
 // pairRenames matches each added tool, in name order, with the first
 // removed tool of identical content, so the pairing is deterministic.
+// Added and Removed keep both names of a pair.
 func (c *Change) pairRenames(a, b map[string]map[string]any) {
 	if len(c.Added) == 0 || len(c.Removed) == 0 {
 		return
@@ -111,26 +152,13 @@ func (c *Change) pairRenames(a, b map[string]map[string]any) {
 		k := content(a[name])
 		byContent[k] = append(byContent[k], name)
 	}
-	paired := map[string]bool{}
-	var added []string
 	for _, name := range c.Added {
 		k := content(b[name])
 		if from := byContent[k]; len(from) > 0 {
 			c.Renamed = append(c.Renamed, Rename{From: from[0], To: name})
-			paired[from[0]] = true
 			byContent[k] = from[1:]
-			continue
-		}
-		added = append(added, name)
-	}
-	c.Added = added
-	var removed []string
-	for _, name := range c.Removed {
-		if !paired[name] {
-			removed = append(removed, name)
 		}
 	}
-	c.Removed = removed
 	sort.Slice(c.Renamed, func(i, j int) bool { return c.Renamed[i].From < c.Renamed[j].From })
 }
 

@@ -46,7 +46,7 @@ func TestNoChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"added":[],"removed":[],"modified":[],"renamed":[],"serializationOnly":false,"detail":"full"}`
+	want := `{"added":[],"removed":[],"modified":[],"detail":"full","newAddresses":[],"newAddressesTotal":0,"renamed":[],"serializationOnly":false}`
 	if string(got) != want {
 		t.Errorf("JSON\n got %s\nwant %s", got, want)
 	}
@@ -70,7 +70,7 @@ func TestRugPull(t *testing.T) {
 	}
 	got := encode(t, c)
 	wantJSON := `{"added":[],"removed":[],"modified":[{"tool":"get_weather","fields":{"description":[["=","Get the weather for a city."],["+","` +
-		added + `"]]}}],"renamed":[],"serializationOnly":false,"detail":"full"}`
+		added + `"]]}}],"detail":"full","newAddresses":[],"newAddressesTotal":0,"renamed":[],"serializationOnly":false}`
 	if string(got) != wantJSON {
 		t.Errorf("JSON\n got %s\nwant %s", got, wantJSON)
 	}
@@ -174,7 +174,9 @@ func TestRename(t *testing.T) {
 	if !reflect.DeepEqual(c.Renamed, wantRen) {
 		t.Errorf("Renamed = %v, want %v", c.Renamed, wantRen)
 	}
-	if !reflect.DeepEqual(c.Added, []string{"edited2", "fresh"}) || !reflect.DeepEqual(c.Removed, []string{"edited", "gone"}) {
+	// HISTOR's added and removed are plain name sets: renamed tools too.
+	if !reflect.DeepEqual(c.Added, []string{"edited2", "fetch_weather", "fresh", "new_a", "new_b"}) ||
+		!reflect.DeepEqual(c.Removed, []string{"edited", "get_weather", "gone", "old_a", "old_b"}) {
 		t.Errorf("Added %v Removed %v", c.Added, c.Removed)
 	}
 	if len(c.Modified) != 0 || c.SerializationOnly {

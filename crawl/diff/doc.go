@@ -10,11 +10,18 @@
 // serialization-only: that is what a schema library upgrade (zod v4) does to
 // unchanged tools.
 //
+// Compare also lists the outside addresses (URL hosts, e-mail addresses,
+// bare domains, IPv4 addresses) the new set mentions and the old did not,
+// found by HISTOR's rules so both observers report the same ones. When one
+// side has no digestible tool set, CompareNames compares the two sets of
+// names alone, as HISTOR's "names-only" summaries do.
+//
 // The result is derived from two content-addressed tool sets anyone can
 // fetch, so it is a convenience and not a claim: Compare is deterministic and
-// re-running it gives the same answer. Its JSON follows the "summary" of
-// HISTOR's change records (added, removed, modified[].fields), with renamed
-// and serializationOnly added; the crawl stores a Change as that summary.
+// re-running it gives the same answer. Its JSON is the "summary" of HISTOR's
+// change records (added and removed as plain name sets, modified[].fields,
+// detail, newAddresses, newAddressesTotal), with renamed and
+// serializationOnly added; the crawl stores a Change as that summary.
 //
 // Every output is bounded: the word diff runs an LCS only over a bounded
 // middle (after the common prefix and suffix are set aside) and otherwise

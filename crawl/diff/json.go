@@ -10,23 +10,32 @@ import (
 // receiver, so a Change marshals the same whether or not it is a pointer):
 //
 //	{"added":[…],"removed":[…],"modified":[{"tool":…,"fields":{…}}],
-//	 "renamed":[{"from":…,"to":…}],"serializationOnly":…,"detail":"full"}
+//	 "detail":"full","newAddresses":[…],"newAddressesTotal":N,
+//	 "renamed":[{"from":…,"to":…}],"serializationOnly":…}
 //
-// Lists are never null. "detail" is always "full" because Compare always
-// sees both tool sets (HISTOR writes "names-only" when it does not).
+// Lists are never null. As HISTOR's, a names-only summary ("detail":
+// "names-only") has no newAddresses or newAddressesTotal; renamed and
+// serializationOnly are ours.
 func (c Change) MarshalJSON() ([]byte, error) {
 	renamed := make([]map[string]string, len(c.Renamed))
 	for i, r := range c.Renamed {
 		renamed[i] = map[string]string{"from": r.From, "to": r.To}
 	}
+	addrs := nonNil(c.NewAddresses)
+	detail, addrsp, total := "full", &addrs, &c.NewAddressesTotal
+	if c.NamesOnly {
+		detail, addrsp, total = "names-only", nil, nil
+	}
 	return marshal(struct {
 		Added             []string            `json:"added"`
 		Removed           []string            `json:"removed"`
 		Modified          []ToolChange        `json:"modified"`
+		Detail            string              `json:"detail"`
+		NewAddresses      *[]string           `json:"newAddresses,omitempty"`
+		NewAddressesTotal *int                `json:"newAddressesTotal,omitempty"`
 		Renamed           []map[string]string `json:"renamed"`
 		SerializationOnly bool                `json:"serializationOnly"`
-		Detail            string              `json:"detail"`
-	}{nonNil(c.Added), nonNil(c.Removed), nonNil(c.Modified), renamed, c.SerializationOnly, "full"})
+	}{nonNil(c.Added), nonNil(c.Removed), nonNil(c.Modified), detail, addrsp, total, renamed, c.SerializationOnly})
 }
 
 // MarshalJSON writes {"tool":name,"fields":{field: ops or paths, …}} with

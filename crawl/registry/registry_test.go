@@ -13,9 +13,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/registry/registrytest"
+	"github.com/histor-observer/histor/log/clip"
 	"github.com/histor-observer/histor/log/mtl"
 )
 
@@ -458,10 +460,42 @@ func TestOptOutIDNAHost(t *testing.T) {
 // TestHarvestKeepsBoundedRecords: entries bloated with remotes and text are
 // cut down as they are read, so what a harvest holds until its last page
 // does not grow with the registry's bytes.
+// TestHarvestDescriptionAndLinks: a record's description, repository.url
+// and websiteUrl reach its targets, clipped to HISTOR's bounds; a
+// description keeps its line breaks and loses other control characters,
+// and a link that is not an http or https URL is not kept.
+func TestHarvestDescriptionAndLinks(t *testing.T) {
+	sh := func(u string) []registrytest.Remote { return []registrytest.Remote{{Type: "streamable-http", URL: u}} }
+	long := strings.Repeat("é", 1500) // 3000 bytes
+	reg := registrytest.Server(t, []registrytest.Entry{
+		{Name: "io.a/linked", Description: " Reads the weather.\nTwo lines.\x1b[31m ", Repository: "https://github.com/a/linked",
+			Website: "https://a.example", Remotes: sh("https://a.example/mcp")},
+		{Name: "io.b/long", Description: long, Repository: "https://github.com/b/" + strings.Repeat("x", 600),
+			Website: "javascript:alert(1)", Remotes: sh("https://b.example/mcp")},
+		{Name: "io.c/bare", Repository: "file:///etc/passwd", Website: "http://c.example/\u0000", Remotes: sh("https://c.example/mcp")},
+	})
+	res, err := registry.Harvest(context.Background(), reg.Client(), reg.URL, fast())
+	if err != nil || len(res.Targets) != 3 {
+		t.Fatalf("%v, %+v", err, res)
+	}
+	a, b, c := res.Targets[0], res.Targets[1], res.Targets[2]
+	if a.Description != "Reads the weather.\nTwo lines.\uFFFD[31m" || a.Repository != "https://github.com/a/linked" || a.Website != "https://a.example" {
+		t.Errorf("a: %q %q %q", a.Description, a.Repository, a.Website)
+	}
+	if len(b.Description) > 2000 || !strings.HasSuffix(b.Description, clip.Mark) || !utf8.ValidString(b.Description) ||
+		len(b.Repository) > 500 || !strings.HasPrefix(b.Repository, "https://github.com/b/") || b.Website != "" {
+		t.Errorf("b: description %d bytes, repository %q, website %q", len(b.Description), b.Repository, b.Website)
+	}
+	if c.Description != "" || c.Repository != "" || c.Website != "" {
+		t.Errorf("c: %q %q %q", c.Description, c.Repository, c.Website)
+	}
+}
+
 func TestHarvestKeepsBoundedRecords(t *testing.T) {
 	var entries []registrytest.Entry
 	for i := range 100 {
-		e := registrytest.Entry{Name: fmt.Sprintf("io.example/bloat-%03d", i), Title: strings.Repeat("t", 100_000)}
+		e := registrytest.Entry{Name: fmt.Sprintf("io.example/bloat-%03d", i), Title: strings.Repeat("t", 34_000),
+			Description: strings.Repeat("d", 33_000), Website: "https://w.example/" + strings.Repeat("w", 33_000)}
 		for j := range 200 {
 			pad := "" // the kept remotes carry spaces the harvest trims away
 			if j < registry.MaxRemotesPerServer {
@@ -491,10 +525,12 @@ func TestHarvestKeepsBoundedRecords(t *testing.T) {
 	if res.Pages != 10 || len(res.Targets) != 100*registry.MaxRemotesPerServer {
 		t.Fatalf("%d pages, %d targets, want 10 and %d", res.Pages, len(res.Targets), 100*registry.MaxRemotesPerServer)
 	}
-	if len(res.Targets[0].Title) > 300 {
-		t.Errorf("title of %d bytes kept", len(res.Targets[0].Title))
+	if tg := res.Targets[0]; len(tg.Title) > 300 || len(tg.Description) > 2000 || len(tg.Website) > 500 {
+		t.Errorf("title of %d bytes, description of %d, website of %d kept", len(tg.Title), len(tg.Description), len(tg.Website))
 	}
-	if grew := int64(heap[len(heap)-1]) - int64(heap[2]); grew > 1<<20 {
+	// What seventy compacted records may hold (about 9.5 KiB each, at
+	// most) and a page's buffers stay well under 2 MiB; 20 MB would not.
+	if grew := int64(heap[len(heap)-1]) - int64(heap[2]); grew > 2<<20 {
 		t.Errorf("seven pages of bloated entries (about 20 MB) grew the harvest by %d KiB", grew>>10)
 	}
 }

@@ -37,19 +37,29 @@ const (
 // record cannot enlist a thousand endpoints.
 const MaxRemotesPerServer = 3
 
-// Bounds on registry text we keep: it is anyone's writing.
+// Bounds on registry text we keep: it is anyone's writing. HISTOR keeps
+// 2000 characters of a description and 500 of a repository or website
+// link.
 const (
-	maxNameBytes = 200 // the registry's own limit on names
-	maxTextBytes = 300
-	maxURLBytes  = 2000
+	maxNameBytes        = 200 // the registry's own limit on names
+	maxTextBytes        = 300
+	maxDescriptionBytes = 2000
+	maxLinkBytes        = 500
+	maxURLBytes         = 2000
 )
 
 // Target is one remote endpoint of one registry server.
 type Target struct {
-	ID             string    `json:"id"` // mtl.ServerID(Name, Endpoint)
-	Name           string    `json:"name"`
-	Title          string    `json:"title,omitempty"`
-	Version        string    `json:"version,omitempty"`
+	ID      string `json:"id"` // mtl.ServerID(Name, Endpoint)
+	Name    string `json:"name"`
+	Title   string `json:"title,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Description, Repository and Website are the record's description,
+	// repository.url and websiteUrl, clipped; "" when absent or unusable
+	// (a link must be an http or https URL).
+	Description    string    `json:"description,omitempty"`
+	Repository     string    `json:"repository,omitempty"`
+	Website        string    `json:"website,omitempty"`
 	Endpoint       string    `json:"endpoint"`
 	Transport      string    `json:"transport"`      // TransportStreamable or TransportSSE
 	RegistryStatus string    `json:"registryStatus"` // StatusActive, StatusDeprecated or StatusDeleted
@@ -62,9 +72,14 @@ type Target struct {
 // record is one server entry as the registry listed it.
 type record struct {
 	Server struct {
-		Name    string   `json:"name"`
-		Title   string   `json:"title"`
-		Version string   `json:"version"`
+		Name        string `json:"name"`
+		Title       string `json:"title"`
+		Version     string `json:"version"`
+		Description string `json:"description"`
+		Repository  struct {
+			URL string `json:"url"`
+		} `json:"repository"`
+		Website string   `json:"websiteUrl"`
 		Remotes []remote `json:"remotes"`
 	} `json:"server"`
 	Meta struct {
@@ -87,11 +102,13 @@ type remote struct {
 // display text, parsed times, a known status and at most
 // MaxRemotesPerServer usable remotes. A harvest keeps every record until its
 // last page, so this bounds what one registry entry can hold in memory
-// (about 6.5 KiB) however large the entry was.
+// (about 9.5 KiB) however large the entry was.
 func (r *record) compact() {
 	s, o := &r.Server, &r.Meta.Official
 	// Clones, so nothing kept shares memory with the text it was cut from.
 	s.Title, s.Version = strings.Clone(displayText(s.Title)), strings.Clone(displayText(s.Version))
+	s.Description = strings.Clone(descriptionText(s.Description))
+	s.Repository.URL, s.Website = strings.Clone(linkText(s.Repository.URL)), strings.Clone(linkText(s.Website))
 	r.published, r.updated = parseTime(o.PublishedAt), parseTime(o.UpdatedAt)
 	o.Status, o.PublishedAt, o.UpdatedAt = status(o.Status), "", ""
 	var kept []remote
@@ -164,6 +181,9 @@ func newTarget(r *record, transport, url string, opt *OptOut) Target {
 		Name:           r.Server.Name,
 		Title:          r.Server.Title,
 		Version:        r.Server.Version,
+		Description:    r.Server.Description,
+		Repository:     r.Server.Repository.URL,
+		Website:        r.Server.Website,
 		Endpoint:       url,
 		Transport:      transport,
 		RegistryStatus: r.Meta.Official.Status,
@@ -223,6 +243,35 @@ func displayText(s string) string {
 		return ""
 	}
 	return clip.String(s, maxTextBytes)
+}
+
+// descriptionText is a description as kept: line breaks and tabs stay,
+// every other control character becomes U+FFFD (a NUL or an escape
+// sequence is no one's prose), clipped to maxDescriptionBytes.
+func descriptionText(s string) string {
+	s = strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD"))
+	if len(s) > 4*maxDescriptionBytes {
+		s = s[:4*maxDescriptionBytes] // enough to clip from; the map below would read it all
+	}
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' {
+			return unicode.ReplacementChar
+		}
+		return r
+	}, s)
+	return clip.String(s, maxDescriptionBytes)
+}
+
+// linkText is a repository or website link as kept: clean text that is an
+// http or https URL, clipped to maxLinkBytes; "" otherwise, so nothing a
+// reader follows from a server's page is a script or a local file.
+func linkText(s string) string {
+	s = strings.TrimSpace(s)
+	lower := strings.ToLower(s[:min(len(s), len("https://"))])
+	if !cleanText(s) || !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
+		return ""
+	}
+	return clip.String(s, maxLinkBytes)
 }
 
 // Delist returns the targets of previous that h no longer lists, marked

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 )
@@ -173,16 +174,29 @@ func reportKey(target, day, digest string) string {
 	return prefixReport + target + "/" + day + "/" + digest
 }
 
+// ReportRetention is how long client reports are kept, HISTOR's: they are
+// a rolling window, not an archive (nothing reads past 30 days).
+const ReportRetention = 90 * 24 * time.Hour
+
 // AddClientReport adds one to the count of (target, digest, day). Nothing
-// else about the caller is kept.
+// else about the caller is kept. The first report of each new day first
+// prunes the days older than ReportRetention before it, so the store keeps
+// a bounded window without a job of its own.
 func (s *Store) AddClientReport(target, digest, day string) error {
 	// The digest is the key's last part and SRI base64 holds '/', so only the
 	// target and the day must be free of it.
-	if target == "" || digest == "" || len(day) != len("2006-01-02") || strings.Contains(target+day, "/") {
-		return errors.New("storing client report: target, digest and day are required; target and day without '/'")
+	d, err := time.Parse(time.DateOnly, day)
+	if target == "" || digest == "" || err != nil || strings.Contains(target, "/") {
+		return errors.New("storing client report: target, digest and a YYYY-MM-DD day are required; target without '/'")
 	}
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
+	if day > s.prunedOn {
+		if _, err := s.pruneReports(d.Add(-ReportRetention).Format(time.DateOnly)); err != nil {
+			return err
+		}
+		s.prunedOn = day
+	}
 	r := ClientReport{TargetID: target, Day: day, Digest: digest}
 	key := reportKey(target, day, digest)
 	if err := s.getJSON(key, &r); err != nil && !errors.Is(err, ErrNotFound) {
@@ -192,21 +206,84 @@ func (s *Store) AddClientReport(target, digest, day string) error {
 	return s.put(key, r)
 }
 
+// PruneClientReports deletes every client report of a day before before
+// (YYYY-MM-DD) and returns how many it deleted.
+func (s *Store) PruneClientReports(before string) (int, error) {
+	if _, err := time.Parse(time.DateOnly, before); err != nil {
+		return 0, fmt.Errorf("pruning client reports: day %q is not YYYY-MM-DD", before)
+	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	return s.pruneReports(before)
+}
+
+// pruneReports deletes the reports before day, one range per target: keys
+// order by target, then day, so it reads one key per target and the
+// reports it deletes. The caller holds commitMu.
+func (s *Store) pruneReports(before string) (int, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixReport), UpperBound: []byte(afterPrefix(prefixReport))})
+	if err != nil {
+		return 0, fmt.Errorf("pruning client reports: %w", err)
+	}
+	defer it.Close()
+	b := s.db.NewBatch()
+	defer b.Close()
+	n := 0
+	for ok := it.First(); ok; {
+		target, _, _ := strings.Cut(string(it.Key()[len(prefixReport):]), "/")
+		from, to := prefixReport+target+"/", prefixReport+target+"/"+before
+		k := 0
+		for ; ok && string(it.Key()) < to; ok = it.Next() {
+			k++
+		}
+		if k > 0 {
+			if err := b.DeleteRange([]byte(from), []byte(to), nil); err != nil {
+				return 0, fmt.Errorf("pruning client reports: %w", err)
+			}
+		}
+		n += k
+		ok = it.SeekGE([]byte(afterPrefix(from)))
+	}
+	if err := it.Error(); err != nil {
+		return 0, fmt.Errorf("pruning client reports: %w", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return 0, fmt.Errorf("pruning client reports: %w", err)
+	}
+	return n, nil
+}
+
+// afterPrefix is the least key after every key that starts with prefix,
+// which ends in '/'.
+func afterPrefix(prefix string) string {
+	return prefix[:len(prefix)-1] + string(rune(prefix[len(prefix)-1]+1))
+}
+
 // ClientReports returns target id's reports from day since (YYYY-MM-DD)
-// on, oldest day first.
+// on, oldest day first. It seeks straight to since, so the older days
+// kept are never read.
 func (s *Store) ClientReports(id, since string) ([]ClientReport, error) {
+	from := prefixReport + id + "/"
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(from + since), UpperBound: []byte(afterPrefix(from))})
+	if err != nil {
+		return nil, fmt.Errorf("listing client reports: %w", err)
+	}
+	defer it.Close()
 	var out []ClientReport
-	err := s.scan(prefixReport+id+"/", 0, func(val []byte) error {
+	for ok := it.First(); ok; ok = it.Next() {
 		var r ClientReport
-		if err := json.Unmarshal(val, &r); err != nil {
-			return fmt.Errorf("decoding client report: %w", err)
+		if err := json.Unmarshal(it.Value(), &r); err != nil {
+			return nil, fmt.Errorf("decoding client report: %w", err)
 		}
-		if r.Day >= since {
-			out = append(out, r)
-		}
-		return nil
-	})
-	return out, err
+		out = append(out, r)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("listing client reports: %w", err)
+	}
+	return out, nil
 }
 
 // ParseSeq reads a change id as HISTOR writes it: a positive decimal integer.

@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -85,5 +86,66 @@ func TestSpansLabelsReports(t *testing.T) {
 	}
 	if err := s.AddClientReport("t/1", "d", "2026-11-01"); err == nil {
 		t.Fatal("a target id with '/' was accepted")
+	}
+}
+
+// TestClientReportsSeekToSince: a target's reports are read from the day
+// asked for on, never from its first: a damaged record of an older day
+// is not even decoded.
+func TestClientReportsSeekToSince(t *testing.T) {
+	s, _ := openTemp(t)
+	for _, r := range []struct{ target, day string }{{"t1", "2026-11-02"}, {"t1", "2026-11-05"}, {"t10", "2026-11-03"}, {"t2", "2026-11-04"}} {
+		if err := s.AddClientReport(r.target, "sha256-a/b+c=", r.day); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := s.db.NewBatch()
+	if err := b.Set([]byte(reportKey("t1", "2026-11-01", "sha256-x")), []byte("{damaged"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	reps, err := s.ClientReports("t1", "2026-11-02")
+	if err != nil || len(reps) != 2 || reps[0].Day != "2026-11-02" || reps[1].Day != "2026-11-05" {
+		t.Fatalf("ClientReports = %+v, %v; want t1's two days, not t10's", reps, err)
+	}
+	if _, err := s.ClientReports("t1", ""); err == nil {
+		t.Error("reading from the first day decoded no damaged record")
+	}
+}
+
+// TestClientReportsPruned: the first report of a day deletes every day
+// more than ReportRetention (HISTOR's 90 days) before it, for every
+// target, and keeps the rest.
+func TestClientReportsPruned(t *testing.T) {
+	s, _ := openTemp(t)
+	today := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	day := func(ago int) string { return today.AddDate(0, 0, -ago).Format(time.DateOnly) }
+	for _, r := range []struct {
+		target string
+		ago    int
+	}{{"t1", 200}, {"t1", 91}, {"t1", 90}, {"t1", 1}, {"t2", 95}, {"t3", 30}} {
+		// Written oldest first, each prunes nothing a later one needs.
+		if err := s.AddClientReport(r.target, "sha256-a", day(r.ago)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AddClientReport("t2", "sha256-b", day(0)); err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string][]string{"t1": {day(90), day(1)}, "t2": {day(0)}, "t3": {day(30)}}
+	for target, want := range kept {
+		reps, err := s.ClientReports(target, "")
+		var got []string
+		for _, r := range reps {
+			got = append(got, r.Day)
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: days %v, %v; want %v", target, got, err, want)
+		}
+	}
+	if n, err := s.PruneClientReports(day(10)); err != nil || n != 2 {
+		t.Errorf("pruning before %s: %d, %v; want t1's and t3's older days", day(10), n, err)
 	}
 }

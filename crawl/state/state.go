@@ -152,7 +152,7 @@ type LabelRef struct {
 	ID         string    `json:"id"`
 	Method     string    `json:"method"`  // method URN
 	Verdict    string    `json:"verdict"` // pass, fail or inconclusive
-	Subject    string    `json:"subject"` // subject URN
+	Subject    string    `json:"subject"` // subject digest: the label's verifiedWork.digestSRI, as HISTOR's labels.subject
 	ObservedAt time.Time `json:"observedAt"`
 	IssuedAt   time.Time `json:"issuedAt"`
 	Digest     string    `json:"digest"` // SRI of the signed label's bytes
@@ -161,14 +161,19 @@ type LabelRef struct {
 
 // Change is one change record: a target's tool-set digest moved.
 type Change struct {
-	ID       string          `json:"id"`
-	TargetID string          `json:"targetId"`
-	Name     string          `json:"name"`
-	Endpoint string          `json:"endpoint"`
-	Before   string          `json:"before"` // tool-set digest before
-	After    string          `json:"after"`
-	At       time.Time       `json:"at"`
-	Summary  json.RawMessage `json:"summary"` // crawl/diff's record of what changed
+	ID       string `json:"id"`
+	TargetID string `json:"targetId"`
+	Name     string `json:"name"`
+	Endpoint string `json:"endpoint"`
+	Before   string `json:"before"` // tool-set digest before; "" when that set had none
+	After    string `json:"after"`
+	// FromSubject and ToSubject are the subject digests before and after
+	// (HISTOR's from_subject and to_subject); "" in records stored before
+	// they were kept.
+	FromSubject string          `json:"fromSubject,omitempty"`
+	ToSubject   string          `json:"toSubject,omitempty"`
+	At          time.Time       `json:"at"`
+	Summary     json.RawMessage `json:"summary"` // crawl/diff's record of what changed
 	// LabelID is the continuity label issued with the change, if one was.
 	LabelID string `json:"labelId,omitempty"`
 	// Seq is HISTOR's integer change id: assigned by CommitAll, 1, 2, 3…
@@ -178,11 +183,17 @@ type Change struct {
 
 // Run records one crawl.
 type Run struct {
-	Started  time.Time      `json:"started"`
-	Ended    time.Time      `json:"ended"`
-	Targets  int            `json:"targets"`
-	ByStatus map[string]int `json:"byStatus"`
-	Labels   int            `json:"labels"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	Targets int       `json:"targets"`
+	// RegistryServers counts the distinct server names among Targets
+	// (HISTOR's registryServers); nil in runs recorded before it was kept.
+	RegistryServers *int           `json:"registryServers,omitempty"`
+	ByStatus        map[string]int `json:"byStatus"`
+	Labels          int            `json:"labels"`
+	// ByMethod counts Labels by method URN; nil in runs recorded before it
+	// was kept.
+	ByMethod map[string]int `json:"byMethod,omitempty"`
 	Changes  int            `json:"changes"`
 	Complete bool           `json:"complete"`
 	Error    string         `json:"error,omitempty"`
@@ -193,8 +204,12 @@ type Store struct {
 	db     *pebble.DB
 	logger *slog.Logger
 	// commitMu serialises CommitAll, so change sequence numbers are
-	// assigned in commit order without gaps or repeats.
+	// assigned in commit order without gaps or repeats, and the client
+	// reports' writes and pruning.
 	commitMu sync.Mutex
+	// prunedOn is the latest day whose client-report pruning has run;
+	// guarded by commitMu.
+	prunedOn string
 }
 
 // Open opens (or creates) the state database in dir.

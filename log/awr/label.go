@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/histor-observer/histor/log/mtl"
 )
 
 // The four MTL/1 methods (PROFILE §7.1). Each label names exactly one.
@@ -154,10 +156,7 @@ func inputErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInput, fmt.Sprintf(format, args...))
 }
 
-var (
-	subjectURN = regexp.MustCompile(`^urn:awr:mtl:1:subject:sha256:[0-9a-f]{64}$`)
-	sriRE      = regexp.MustCompile(`^sha256-[A-Za-z0-9+/]{43}=$`)
-)
+var subjectURN = regexp.MustCompile(`^urn:awr:mtl:1:subject:sha256:[0-9a-f]{64}$`)
 
 // forbiddenWords may never describe a server in label text (DESIGN
 // "words"): a label records what was observed, never a judgement of worth.
@@ -227,13 +226,13 @@ func checkCommon(in LabelInput) error {
 	if in.ObservedAt.IsZero() || in.IssuedAt.IsZero() {
 		return inputErr("observedAt and issuedAt are required")
 	}
-	if !subjectURN.MatchString(in.Subject.ID) || !sriRE.MatchString(in.Subject.DigestSRI) {
+	if !subjectURN.MatchString(in.Subject.ID) || !mtl.ValidSRI(in.Subject.DigestSRI) {
 		return inputErr("subject must be an MTL/1 subject URN and a sha256 SRI")
 	}
 	if in.Server.Name == "" || in.Server.Registry == "" {
 		return inputErr("server name and registry are required")
 	}
-	if in.ToolSet.Count < 0 || (in.ToolSet.DigestSRI != "" && !sriRE.MatchString(in.ToolSet.DigestSRI)) {
+	if in.ToolSet.Count < 0 || (in.ToolSet.DigestSRI != "" && !mtl.ValidSRI(in.ToolSet.DigestSRI)) {
 		return inputErr("tool set needs a non-negative count and, if any, a sha256 SRI")
 	}
 	for _, r := range in.Reasons {
@@ -336,7 +335,7 @@ func baseDetail(in LabelInput, scope string) map[string]any {
 }
 
 func checkSetRef(name string, r Ref) error {
-	if strings.TrimSpace(r.ID) == "" || !sriRE.MatchString(r.DigestSRI) {
+	if strings.TrimSpace(r.ID) == "" || !mtl.ValidSRI(r.DigestSRI) {
 		return inputErr("%s needs an id and a sha256 SRI (MTL-PSET-001)", name)
 	}
 	return nil

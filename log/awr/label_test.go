@@ -245,13 +245,19 @@ func TestBuildRefusesBadInput(t *testing.T) {
 		method string
 		edit   func(*LabelInput)
 	}{
-		"unknown method":      {"urn:awr:mtl:1:method:vibes", func(*LabelInput) {}},
-		"opinion method":      {"urn:awr:mtl:1:opinion:llm", func(*LabelInput) {}},
-		"no issuer":           {MethodObservation, func(in *LabelInput) { in.IssuerDID = "" }},
-		"web issuer":          {MethodObservation, func(in *LabelInput) { in.IssuerDID = "did:web:example.com" }},
-		"no observedAt":       {MethodObservation, func(in *LabelInput) { in.ObservedAt = time.Time{} }},
-		"bad subject urn":     {MethodObservation, func(in *LabelInput) { in.Subject.ID = "urn:x" }},
-		"bad subject sri":     {MethodObservation, func(in *LabelInput) { in.Subject.DigestSRI = "sha512-x" }},
+		"unknown method":  {"urn:awr:mtl:1:method:vibes", func(*LabelInput) {}},
+		"opinion method":  {"urn:awr:mtl:1:opinion:llm", func(*LabelInput) {}},
+		"no issuer":       {MethodObservation, func(in *LabelInput) { in.IssuerDID = "" }},
+		"web issuer":      {MethodObservation, func(in *LabelInput) { in.IssuerDID = "did:web:example.com" }},
+		"no observedAt":   {MethodObservation, func(in *LabelInput) { in.ObservedAt = time.Time{} }},
+		"bad subject urn": {MethodObservation, func(in *LabelInput) { in.Subject.ID = "urn:x" }},
+		"bad subject sri": {MethodObservation, func(in *LabelInput) { in.Subject.DigestSRI = "sha512-x" }},
+		// Each loosely decodes to the right digest but sets unused bits of
+		// the last base64 character: not the one spelling SRI writes.
+		"loose subject sri":   {MethodObservation, func(in *LabelInput) { in.Subject.DigestSRI = loose(exSubjectSRI) }},
+		"loose tool-set sri":  {MethodObservation, func(in *LabelInput) { in.ToolSet.DigestSRI = loose(exToolSetSRI) }},
+		"loose prior sri":     {MethodContinuity, func(in *LabelInput) { in.Prior.DigestSRI = loose(exPriorSRI) }},
+		"loose pattern sri":   {MethodPatternScan, func(in *LabelInput) { in.PatternSet.DigestSRI = loose(exPatternSRI) }},
 		"no server":           {MethodObservation, func(in *LabelInput) { in.Server.Name = "" }},
 		"negative count":      {MethodObservation, func(in *LabelInput) { in.ToolSet.Count = -1 }},
 		"no digest no reason": {MethodObservation, func(in *LabelInput) { in.ToolSet.DigestSRI = "" }},
@@ -273,6 +279,14 @@ func TestBuildRefusesBadInput(t *testing.T) {
 			t.Errorf("%s: error = %v, want ErrInput", name, err)
 		}
 	}
+}
+
+// loose respells an SRI whose last base64 character has its unused bits
+// zero with the next character, which sets one of them.
+func loose(sri string) string {
+	b := []byte(sri)
+	b[len(b)-2]++
+	return string(b)
 }
 
 func TestIssueLabelRefusesOtherIssuer(t *testing.T) {

@@ -1,6 +1,10 @@
 package awr
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/histor-observer/histor/log/mtl"
+)
 
 // Scope sentences. Each travels inside the signature and says what the
 // method looked at and what it does not claim (PROFILE §6.3).
@@ -116,8 +120,8 @@ func passUnless(matched bool) string {
 // either side has no tool-set digest.
 func buildContinuity(in LabelInput) (string, map[string]any, []any, error) {
 	p := in.Prior
-	if p == nil || p.ID == "" || !sriRE.MatchString(p.DigestSRI) || p.ObservedAt.IsZero() ||
-		!sriRE.MatchString(p.SubjectDigestSRI) {
+	if p == nil || p.ID == "" || !mtl.ValidSRI(p.DigestSRI) || p.ObservedAt.IsZero() ||
+		!mtl.ValidSRI(p.SubjectDigestSRI) {
 		return "", nil, nil, inputErr("continuity needs the prior label's id, digest, observedAt and subject digest (MTL-CONT-001)")
 	}
 	d := baseDetail(in, "")

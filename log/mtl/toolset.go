@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"slices"
+	"strings"
 
 	"github.com/histor-observer/histor/log/canon"
 )
@@ -167,4 +168,17 @@ func DigestListResult(b []byte) (string, error) {
 func SRI(b []byte) string {
 	sum := sha256.Sum256(b)
 	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// ValidSRI reports whether s is an SRI as SRI writes it: "sha256-" and
+// the padded standard base64 of exactly 32 bytes, in its one canonical
+// spelling (the unused low bits of the last character zero), so two
+// spellings of one digest can never address two things.
+func ValidSRI(s string) bool {
+	b64, ok := strings.CutPrefix(s, "sha256-")
+	if !ok || len(b64) != base64.StdEncoding.EncodedLen(sha256.Size) {
+		return false
+	}
+	raw, err := base64.StdEncoding.Strict().DecodeString(b64)
+	return err == nil && len(raw) == sha256.Size
 }

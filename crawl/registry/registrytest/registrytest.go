@@ -26,7 +26,12 @@ type Entry struct {
 	Name    string
 	Title   string
 	Version string
-	Remotes []Remote
+	// Description, Repository (sent as repository.url) and Website (sent
+	// as websiteUrl) are sent when not empty.
+	Description string
+	Repository  string
+	Website     string
+	Remotes     []Remote
 	// Status is active, deprecated or deleted; "" sends active.
 	Status      string
 	IsLatest    bool
@@ -195,8 +200,13 @@ func wire(e Entry) map[string]any {
 		"name":    e.Name,
 		"version": e.Version,
 	}
-	if e.Title != "" {
-		server["title"] = e.Title
+	for k, v := range map[string]string{"title": e.Title, "description": e.Description, "websiteUrl": e.Website} {
+		if v != "" {
+			server[k] = v
+		}
+	}
+	if e.Repository != "" {
+		server["repository"] = map[string]any{"url": e.Repository, "source": "github"}
 	}
 	if len(e.Remotes) > 0 {
 		rs := make([]map[string]any, len(e.Remotes))
