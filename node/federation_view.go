@@ -192,3 +192,22 @@ func (f *federation) noteObservation(o *gossip.Observation, err error) {
 		f.logger.Warn("peer observation not kept", "observer", o.Observer, "server", o.Server, "err", err)
 	}
 }
+
+// viewMembers is the observers and agreement members of server id; nil
+// when the peer store is not open.
+func (f *federation) viewMembers(id string) ([]any, map[string]any, error) {
+	s := f.peers.Load()
+	if s == nil {
+		return nil, nil, nil
+	}
+	return s.Members(id)
+}
+
+// splitServers is the server ids in a split view, sorted; nil when the
+// peer store is not open.
+func (f *federation) splitServers() []string {
+	if s := f.peers.Load(); s != nil {
+		return s.SplitServers()
+	}
+	return nil
+}
