@@ -110,7 +110,7 @@ const (
 func newFederation(seed *keys.Seed, logger *slog.Logger) *federation {
 	return &federation{logger: logger, witnessKey: seed.WitnessKey(), p2pKey: seed.P2PKey(), metrics: newFedMetrics(),
 		pendingObs: map[string]*gossip.Observation{},
-		ownHead: make(chan struct{}, 1), peerHeads: map[string]*gossip.Head{}, peerWake: make(chan struct{}, 1),
+		ownHead:    make(chan struct{}, 1), peerHeads: map[string]*gossip.Head{}, peerWake: make(chan struct{}, 1),
 		checked: map[string]*gossip.Head{}, evidence: make(chan evidenceJob, evidenceQueue),
 		verifiers: map[string]note.Verifier{}}
 }
