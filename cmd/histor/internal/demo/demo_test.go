@@ -72,6 +72,9 @@ func TestDemoBinary(t *testing.T) {
 		return agreement(urls[0], id) == "split"
 	})
 	t.Logf("split view visible on observer 1 %s after the start", time.Since(started).Round(100*time.Millisecond))
+	if feed := body(urls[0] + "/feed.xml"); !strings.Contains(feed, "io.histor.demo/two-faced: observers saw different tool definitions") {
+		t.Errorf("observer 1's feed has no entry for the split view:\n%s", feed)
+	}
 	for _, w := range []string{"observer-2.histor.demo/witness", "observer-3.histor.demo/witness"} {
 		waitFor(t, done, time.Now().Add(30*time.Second), "a cosignature by "+w+" on observer 1's checkpoint", func() bool {
 			return cosignedBy(urls[0], w)
@@ -216,6 +219,16 @@ func cosignedBy(base, name string) bool {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	return strings.Contains(string(b), "\n\u2014 "+name+" ")
+}
+
+func body(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return string(b)
 }
 
 func getJSON(url string, v any) error {
