@@ -47,6 +47,7 @@ type checker struct {
 	targets  CheckTargets
 	reports  ClientReports
 	patterns *scan.PatternSet
+	view     peerView // nil: no peer view
 	limits   scan.Limits
 	trusted  []netip.Prefix
 	now      func() time.Time
@@ -84,12 +85,17 @@ type checkSources struct {
 	targets  CheckTargets
 	reports  ClientReports
 	patterns *scan.PatternSet
+	view     peerView
 }
+
+// peerView gives the observers and agreement members of a server id
+// (node/peers' Store.Members).
+type peerView func(id string) (observers []any, agreement map[string]any, err error)
 
 func newChecker(cfg Config, key ed25519.PrivateKey, did string, src checkSources) (*checker, error) {
 	c := &checker{
 		key: key, did: did, base: strings.TrimSuffix(cfg.PublicURL, "/"),
-		targets: src.targets, reports: src.reports, patterns: src.patterns,
+		targets: src.targets, reports: src.reports, patterns: src.patterns, view: src.view,
 		limits: scan.DefaultLimits, trusted: cfg.TrustedProxies, now: cfg.Now, logger: cfg.Logger,
 		slot: make(chan struct{}, 1), cache: newScanCache(maxCachedScanBytes),
 	}

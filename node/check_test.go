@@ -281,6 +281,10 @@ func TestCheckAnswerShape(t *testing.T) {
 		"seenBefore": map[string]any{"first_seen": "2026-09-01T06:00:00Z", "last_seen": "2026-09-04T06:00:00Z", "observations": 4.0},
 		"match":      matchPrevious,
 		"note":       checkNotes[matchPrevious],
+		// The fixture's state was written without a crawl: nothing in the peer view.
+		"observers": []any{},
+		"agreement": map[string]any{"status": "unobserved", "counts": map[string]any{
+			"observers": 0.0, "withDigest": 0.0, "digests": 0.0, "agreeing": 0.0}},
 		"log": map[string]any{
 			"treeSize": float64(head.Size), "rootHash": hex.EncodeToString(head.Root[:]),
 			"timestamp": head.Time.UTC().Format(checkTimeLayout),

@@ -66,6 +66,11 @@ func (c *checker) answer(q *checkQuery, client clientKey, lg Log) ([]byte, error
 			return nil, err
 		}
 		d.contributed = c.contribute(q, t, client, now)
+		if c.view != nil {
+			if d.observers, d.agreement, err = c.view(t.ID); err != nil {
+				return nil, fmt.Errorf("reading the peer view: %w", err)
+			}
+		}
 	}
 	d.scan = c.patternScan(q, t, client, lg)
 	return c.sign(&d)
@@ -81,6 +86,10 @@ type answerDoc struct {
 	contributed bool
 	scan        []byte // the patternScan member in canonical form; nil: none
 	head        hlog.Head
+	// observers and agreement are the peer view of the target (node/peers'
+	// Members); nil: no view.
+	observers []any
+	agreement map[string]any
 }
 
 // findTarget picks the target a query names, as HISTOR does: by endpoint
@@ -205,6 +214,9 @@ func (c *checker) sign(d *answerDoc) ([]byte, error) {
 func (c *checker) writeUnsigned(w *canonWriter, d *answerDoc) (cut int) {
 	q, t := d.q, d.t
 	w.b = append(w.b, '{')
+	if d.agreement != nil {
+		w.value("agreement", d.agreement)
+	}
 	w.str("checkedAt", d.now.Format(checkTimeLayout))
 	if d.contributed {
 		w.boolean("contributed", true)
@@ -221,6 +233,9 @@ func (c *checker) writeUnsigned(w *canonWriter, d *answerDoc) (cut int) {
 	w.str("note", noteFor(d.match, t))
 	if t != nil && (t.ToolSetDigest != "" || t.SubjectDigest != "") {
 		w.object("observed", func() { writeObserved(w, t) })
+	}
+	if d.observers != nil {
+		w.value("observers", d.observers)
 	}
 	if d.scan != nil {
 		w.raw("patternScan", d.scan)

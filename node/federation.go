@@ -23,6 +23,7 @@ import (
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/keys"
+	"github.com/histor-observer/histor/node/peers"
 	"github.com/histor-observer/histor/witness"
 	"github.com/histor-observer/histor/witness/submit"
 )
@@ -55,8 +56,19 @@ type federation struct {
 	peerHeads map[string]*gossip.Head
 	peerWake  chan struct{}
 	// checked is the last head of each peer proven consistent with every
-	// earlier one this node checked; owned by the peer loop.
+	// earlier one this node checked; written by the peer loop only,
+	// guarded by cmu (the peer store's CheckHead reads it).
+	cmu     sync.Mutex
 	checked map[string]*gossip.Head
+	// pendingObs holds the newest unproven observation of each peer and
+	// server (observer + "\n" + server), for the peer loop; guarded by mu,
+	// bounded by maxPendingObservations.
+	pendingObs map[string]*gossip.Observation
+	// peers is the peer view store, set by its part.
+	peers atomic.Pointer[peers.Store]
+	// self is this node's did:key; set by the peers part before anything
+	// reads it.
+	self string
 	// evidence queues bundles for the witness's store, off gossip's
 	// goroutines; bounded, a full queue drops (the bundle is gossiped again
 	// by every peer that holds it, and a witness makes its own).
@@ -97,7 +109,8 @@ const (
 
 func newFederation(seed *keys.Seed, logger *slog.Logger) *federation {
 	return &federation{logger: logger, witnessKey: seed.WitnessKey(), p2pKey: seed.P2PKey(), metrics: newFedMetrics(),
-		ownHead: make(chan struct{}, 1), peerHeads: map[string]*gossip.Head{}, peerWake: make(chan struct{}, 1),
+		pendingObs: map[string]*gossip.Observation{},
+		ownHead:    make(chan struct{}, 1), peerHeads: map[string]*gossip.Head{}, peerWake: make(chan struct{}, 1),
 		checked: map[string]*gossip.Head{}, evidence: make(chan evidenceJob, evidenceQueue),
 		verifiers: map[string]note.Verifier{}}
 }
@@ -249,7 +262,7 @@ func (n *Node) openGossip(ctx context.Context) error {
 	g, err := gossip.New(gossip.Config{
 		Identity: f.p2pKey, Descriptor: desc, Listen: n.cfg.P2PListen, Peers: peers, AllowList: fed.allow,
 		Log: gossipLog{log: n.log, f: f}, AddCheckpoint: f.addCheckpoint, VerifyEvidence: f.verifyEvidence,
-		OnHead: f.onPeerHead, OnEvidence: func(b []byte) { f.queueEvidence(evidenceJob{b, fromGossip}) },
+		OnHead: f.onPeerHead, OnObservation: f.onObservation, OnEvidence: func(b []byte) { f.queueEvidence(evidenceJob{b, fromGossip}) },
 		OnConflict: f.onConflict, Logger: n.cfg.Logger, Registerer: n.cfg.registerer(),
 		Heartbeat: n.cfg.GossipHeartbeat, Now: n.cfg.Now,
 	})
@@ -511,8 +524,9 @@ func (n *Node) WitnessDir() string { return filepath.Join(n.cfg.DataDir, "witnes
 
 // fedMetrics are the federation's own series.
 type fedMetrics struct {
-	witnessed prometheus.Gauge
-	evidence  *prometheus.CounterVec
+	witnessed    prometheus.Gauge
+	evidence     *prometheus.CounterVec
+	observations *prometheus.CounterVec
 }
 
 // newFedMetrics makes the series; the node's metrics part registers them
@@ -523,11 +537,13 @@ func newFedMetrics() *fedMetrics {
 			Help: "Size of the newest checkpoint of this log whose cosignatures meet the witness policy."}),
 		evidence: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "histor_federation_evidence_total",
 			Help: "Equivocation bundles handled by the federation loops, by what became of them (kept, dropped)."}, []string{"result"}),
+		observations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "histor_federation_peer_observations_total",
+			Help: "Peers' observation digests handled by the peer loop, by what became of them (kept, stale, unproven, refused, dropped)."}, []string{"result"}),
 	}
 }
 
 func (m *fedMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.witnessed, m.evidence}
+	return []prometheus.Collector{m.witnessed, m.evidence, m.observations}
 }
 
 // peerHeadTimeout bounds the consistency check of one peer head.

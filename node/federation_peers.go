@@ -33,7 +33,8 @@ func (f *federation) onPeerHead(h *gossip.Head) {
 	signal(f.peerWake)
 }
 
-// peerLoop checks the peers' new heads one at a time.
+// peerLoop checks the peers' new heads one at a time, then proves the
+// peers' new observations under them.
 func (f *federation) peerLoop(ctx context.Context) {
 	for {
 		select {
@@ -51,6 +52,12 @@ func (f *federation) peerLoop(ctx context.Context) {
 			}
 			f.checkPeerHead(ctx, h)
 		}
+		for _, o := range f.takeObservations() {
+			if ctx.Err() != nil {
+				return
+			}
+			f.proveObservation(ctx, o)
+		}
 	}
 }
 
@@ -67,10 +74,10 @@ func (f *federation) checkPeerHead(ctx context.Context, h *gossip.Head) {
 	}
 	f.witnessPeer(v)
 	did := h.STH.Log
-	prev := f.checked[did]
+	prev := f.verifiedHead(did)
 	switch {
 	case prev == nil || prev.STH.TreeSize == 0:
-		f.checked[did] = h
+		f.setVerifiedHead(did, h)
 		return
 	case h.STH.TreeSize < prev.STH.TreeSize:
 		return // older than what was checked; gossip keeps the newest
@@ -89,7 +96,7 @@ func (f *federation) checkPeerHead(ctx context.Context, h *gossip.Head) {
 		f.makeEvidence(prev.CheckpointNote, h.CheckpointNote, proof, v)
 		return
 	}
-	f.checked[did] = h
+	f.setVerifiedHead(did, h)
 }
 
 func (f *federation) fetchConsistency(ctx context.Context, did string, first, second uint64) ([][32]byte, error) {

@@ -223,7 +223,7 @@ func (n *Node) CrawlOnce(ctx context.Context) (*crawl.Summary, error) {
 	}
 	defer n.Close()
 	n.mu.Lock()
-	run := crawlAndReload(n.cr, n.catalog, n.cfg.Logger)
+	run := n.crawlAndReload()
 	n.mu.Unlock()
 	return run(ctx)
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/peers"
 )
 
 // part is one piece the node owns. Open opens the parts in their order and
@@ -31,6 +31,7 @@ func (n *Node) parts() []part {
 		{"witness", n.openWitness, n.closeWitness},
 		{"witness submitter", n.openSubmitter, n.closeSubmitter},
 		{"gossip", n.openGossip, n.closeGossip},
+		{"peers", n.openPeers, n.closePeers},
 		{"federation", n.openFederation, n.closeFederation},
 		{"crawl state", n.openState, n.closeState},
 		{"crawler", n.openCrawler, n.closeCrawler},
@@ -151,19 +152,28 @@ func (n *Node) closeCatalog() error {
 }
 
 func (n *Node) openCrawls(context.Context) error {
-	n.crawls = newCrawls(crawlAndReload(n.cr, n.catalog, n.cfg.Logger), n.state, n.cfg.Logger, n.now)
+	n.crawls = newCrawls(n.crawlAndReload(), n.state, n.cfg.Logger, n.now)
 	n.crawls.progress = n.cr.Progress
 	return nil
 }
 
 // crawlAndReload is one crawl followed by a reload of the catalog, so the
-// reading API and /check answer from what the crawl just committed.
-func crawlAndReload(cr *crawl.Crawler, c *catalog.Catalog, logger *slog.Logger) func(context.Context) (*crawl.Summary, error) {
+// reading API and /check answer from what the crawl just committed, and
+// then this node's observations into the peer view and onto gossip. It
+// reads the parts when it is made: they outlive every crawl (closeCrawls).
+func (n *Node) crawlAndReload() func(context.Context) (*crawl.Summary, error) {
+	cr, c, logger, st, lg, f := n.cr, n.catalog, n.cfg.Logger, n.state, n.log, n.fed
+	origin, key := n.cfg.LogOrigin, n.id.logKey
 	return func(ctx context.Context) (*crawl.Summary, error) {
 		sum, err := cr.Run(ctx)
 		if rerr := c.Reload(); rerr != nil {
 			logger.Error("reloading the catalog after a crawl", "err", rerr)
 		}
+		own, oerr := peers.Own(st, lg, origin, key)
+		if oerr != nil {
+			logger.Error("making our observations for the peer view", "err", oerr)
+		}
+		f.addOwn(ctx, own)
 		return sum, err
 	}
 }
@@ -189,7 +199,7 @@ func (n *Node) openAPI(context.Context) error {
 	a.fed = n.fed
 	a.metrics = n.metrics.handler(n.cfg.Registry, n.cfg.Logger)
 	a.setReadAPI(&ReadAPI{Catalog: n.catalog, PublicBase: n.cfg.PublicURL, CrawlInterval: n.cfg.CrawlInterval, Now: n.cfg.Now})
-	src := checkSources{targets: catalogTargets{n.catalog}, reports: catalogReports{n.catalog}, patterns: n.cr.PatternSet()}
+	src := checkSources{targets: catalogTargets{n.catalog}, reports: catalogReports{n.catalog}, patterns: n.cr.PatternSet(), view: n.fed.viewMembers}
 	if a.check, err = newChecker(n.cfg, n.id.logKey, n.id.did, src); err != nil {
 		return err
 	}

@@ -21,6 +21,10 @@ type serverPage struct {
 	Timeline       []timelineRow       `json:"timeline"`
 	Changes        []changeRow         `json:"changes"`
 	ClientReports  []catalog.ReportRow `json:"clientReports"`
+	// Observers and Agreement are the peer view of the server, as /check
+	// carries them; left out when the node keeps no view.
+	Observers []any          `json:"observers,omitempty"`
+	Agreement map[string]any `json:"agreement,omitempty"`
 }
 
 type labelRow struct {
@@ -95,6 +99,11 @@ func (a *api) buildServerPage(c *catalog.Catalog, s *catalog.Server, now time.Ti
 	}
 	if err = a.fillHistory(c, s, p); err != nil {
 		return nil, nil, err
+	}
+	if a.fed != nil {
+		if p.Observers, p.Agreement, err = a.fed.viewMembers(s.ID); err != nil {
+			return nil, nil, err
+		}
 	}
 	tools, err := c.ToolSet(s)
 	return p, tools, err

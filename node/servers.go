@@ -83,13 +83,61 @@ func (a *api) serveServers(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	total, page := rd.Catalog.Search(q, st, int(limit), int(offset))
+	var total int
+	var page []*catalog.Server
+	if st == stateSplit {
+		total, page = a.splitServers(rd.Catalog, q, int(limit), int(offset))
+	} else {
+		total, page = rd.Catalog.Search(q, st, int(limit), int(offset))
+	}
 	body, err := appendServers(make([]byte, 0, 64+len(page)*summaryBytes), total, offset, limit, page, rd.now())
 	if err != nil {
 		a.internal(w, r, "encoding servers", err)
 		return
 	}
 	writeBody(w, "application/json", body)
+}
+
+// state=split is not one of the catalog's states (those come from this
+// node's own crawl state); it is the peer view's, so the node filters it here.
+const (
+	stateSplitName = "split"
+	stateSplit     = catalog.State(-1)
+)
+
+// splitServers is the listed servers whose observers are in a split view,
+// by id, those matching q (a substring of name, endpoint or title, as
+// Search matches) when q is given.
+func (a *api) splitServers(c *catalog.Catalog, q string, limit, offset int) (int, []*catalog.Server) {
+	var ids []string
+	if a.fed != nil {
+		ids = a.fed.splitServers()
+	}
+	needle := strings.ToLower(strings.TrimSpace(strings.ReplaceAll(q, "\x00", "")))
+	var all []*catalog.Server
+	for _, id := range ids {
+		s := c.ByID(id)
+		if s == nil || s.Delisted || !matchesText(s, needle) {
+			continue
+		}
+		all = append(all, s)
+	}
+	if offset >= len(all) {
+		return len(all), nil
+	}
+	return len(all), all[offset:min(offset+limit, len(all))]
+}
+
+func matchesText(s *catalog.Server, needle string) bool {
+	if needle == "" {
+		return true
+	}
+	for _, t := range []string{s.Name, s.Endpoint, s.Title} {
+		if strings.Contains(strings.ToLower(t), needle) {
+			return true
+		}
+	}
+	return false
 }
 
 // summaryBytes is about how long one encoded summary is.
@@ -207,11 +255,14 @@ func serversQuery(raw string) (q string, st catalog.State, limit, offset uint64,
 		return
 	}
 	st, ok := catalog.StateAll, true
-	if sp.present {
+	switch {
+	case sp.value == stateSplitName:
+		st = stateSplit
+	case sp.present:
 		st, ok = catalog.ParseState(sp.value)
 	}
 	if !ok || utf8.RuneCountInString(sp.value) > maxStateRunes {
-		err = &paramError{"state", "must be one of all, pinned, changed, flagged, unobserved"}
+		err = &paramError{"state", "must be one of all, pinned, changed, flagged, unobserved, split"}
 	}
 	return qp.value, st, limit, offset, err
 }

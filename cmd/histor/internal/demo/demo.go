@@ -127,7 +127,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	for i := range obs {
 		obs[i].cfg = nodeConfig(cfg, obs[i], fx.registryURL)
 	}
-	federate(obs)
+	if err := federate(obs); err != nil {
+		return err
+	}
 	return runObservers(ctx, cfg, obs, fx, out)
 }
 

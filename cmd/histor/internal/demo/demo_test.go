@@ -10,14 +10,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
 // TestDemoBinary runs the built `histor demo`: all three observers answer /health within
-// 10 s of the start, the changing server has a change record on every observer, and SIGINT
-// stops the demo with exit 0.
+// 10 s of the start, the changing server has a change record on every observer, the
+// two-faced server is in a split view on observer 1 (agreement.status "split" on its
+// /api/v1/servers/<id>), observer 1's /log/checkpoint carries the other two's cosignatures,
+// and SIGINT stops the demo with exit 0.
 func TestDemoBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the histor binary with three observers for several seconds; skipped under -short")
@@ -27,7 +30,7 @@ func TestDemoBinary(t *testing.T) {
 		t.Fatalf("building histor: %v\n%s", err, out)
 	}
 	base := freeBase(t)
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr lockedBuffer
 	cmd := exec.Command(bin, "demo", "--data", t.TempDir(), "--http-base", fmt.Sprint(base), "--interval", "2s")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	started := time.Now()
@@ -49,8 +52,12 @@ func TestDemoBinary(t *testing.T) {
 	for _, u := range urls {
 		waitFor(t, done, started.Add(10*time.Second), "/health of "+u, func() bool { return status(u+"/health") == http.StatusOK })
 	}
-	if !strings.Contains(stdout.String(), urls[0]+"/api/v1/changes") {
-		t.Errorf("the guide does not say where to look:\n%s", stdout.String())
+	// The guide is printed once every observer is ready, just after /health answers.
+	waitFor(t, done, started.Add(10*time.Second), "the guide", func() bool { return strings.Contains(stdout.String(), "Ctrl-C") })
+	for _, want := range []string{urls[0] + "/api/v1/changes", "state=split", "/log/checkpoint"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the guide does not point at %s:\n%s", want, stdout.String())
+		}
 	}
 	for _, u := range urls {
 		waitFor(t, done, time.Now().Add(30*time.Second), "a change of the changing server on "+u, func() bool {
@@ -60,6 +67,20 @@ func TestDemoBinary(t *testing.T) {
 			t.Errorf("%s records a change of the steady server", u)
 		}
 	}
+	id := serverID(t, urls[0], "io.histor.demo/two-faced")
+	waitFor(t, done, time.Now().Add(30*time.Second), "a split view of the two-faced server on "+urls[0], func() bool {
+		return agreement(urls[0], id) == "split"
+	})
+	t.Logf("split view visible on observer 1 %s after the start", time.Since(started).Round(100*time.Millisecond))
+	if feed := body(urls[0] + "/feed.xml"); !strings.Contains(feed, "io.histor.demo/two-faced: observers saw different tool definitions") {
+		t.Errorf("observer 1's feed has no entry for the split view:\n%s", feed)
+	}
+	for _, w := range []string{"observer-2.histor.demo/witness", "observer-3.histor.demo/witness"} {
+		waitFor(t, done, time.Now().Add(30*time.Second), "a cosignature by "+w+" on observer 1's checkpoint", func() bool {
+			return cosignedBy(urls[0], w)
+		})
+	}
+	t.Logf("observer 1's checkpoint cosigned by both peers %s after the start", time.Since(started).Round(100*time.Millisecond))
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -153,4 +174,89 @@ func hasChange(base, name string) bool {
 		}
 	}
 	return false
+}
+
+// serverID finds a server's id on an observer by its name.
+func serverID(t *testing.T, base, name string) string {
+	t.Helper()
+	var page struct {
+		Servers []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"servers"`
+	}
+	if err := getJSON(base+"/api/v1/servers?limit=200", &page); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range page.Servers {
+		if s.Name == name {
+			return s.ID
+		}
+	}
+	t.Fatalf("%s does not list %s", base, name)
+	return ""
+}
+
+func agreement(base, id string) string {
+	var page struct {
+		Agreement struct {
+			Status string `json:"status"`
+		} `json:"agreement"`
+	}
+	if getJSON(base+"/api/v1/servers/"+id, &page) != nil {
+		return ""
+	}
+	return page.Agreement.Status
+}
+
+// cosignedBy reports whether the checkpoint an observer serves carries a signature line
+// of the witness key name.
+func cosignedBy(base, name string) bool {
+	resp, err := http.Get(base + "/log/checkpoint")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return strings.Contains(string(b), "\n\u2014 "+name+" ")
+}
+
+func body(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return string(b)
+}
+
+func getJSON(url string, v any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(v)
+}
+
+// lockedBuffer is a bytes.Buffer the demo's output is copied into while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

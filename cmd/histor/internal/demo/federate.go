@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/keys"
+	"github.com/histor-observer/histor/node"
 )
 
 // identity is what peers must know of an observer before it starts: its did:key and its
@@ -39,10 +41,9 @@ func loadIdentity(dir string) (identity, error) {
 }
 
 // federation is one observer's federation settings: where its libp2p host listens, its
-// peers ("did:key=<multiaddr>/p2p/<peer ID>") and the observers whose data counts.
+// peers (the other observers' signed descriptor files) and the observers whose data counts.
 type federation struct {
 	listen    []string
-	peers     []string
 	allowList []string
 }
 
@@ -54,29 +55,62 @@ func (o observer) quicAddr() string {
 	return fmt.Sprintf("/ip4/127.0.0.1/udp/%d/quic-v1", o.p2pPort)
 }
 
+// descriptorPath is where the demo writes an observer's signed descriptor for the others
+// (beside the one the node writes itself at start, so no two writers share a file).
+func (o observer) descriptorPath() string { return filepath.Join(o.dir, "peer.descriptor") }
+
 func federationOf(obs []observer, i int) federation {
 	f := federation{listen: []string{obs[i].tcpAddr(), obs[i].quicAddr()}}
 	for j, p := range obs {
-		if j == i {
-			continue
+		if j != i {
+			f.allowList = append(f.allowList, p.ids.did)
 		}
-		f.peers = append(f.peers, p.ids.did+"="+p.tcpAddr()+"/p2p/"+p.ids.peerID)
-		f.allowList = append(f.allowList, p.ids.did)
 	}
 	return f
 }
 
 // federate joins the observers into one federation: each listens for libp2p on its own
-// port and has the other two as peers, so heads, observations and cosignatures flow
-// between them. It is the one place the demo sets node.Config's federation fields.
-func federate(obs []observer) {
+// port and has the other two as peers, by their signed descriptors, so heads, observations
+// and cosignatures flow between them (a peer named by descriptor is also a witness this
+// observer submits its checkpoints to). It is the one place the demo sets node.Config's
+// federation fields.
+func federate(obs []observer) error {
 	for i := range obs {
 		f := federationOf(obs, i)
-		_ = f
-		// When node.Config has its federation fields (P2PListen, Peers, AllowList), set:
-		//	obs[i].cfg.P2PListen = f.listen
-		//	obs[i].cfg.Peers = f.peers
-		//	obs[i].cfg.AllowList = f.allowList
-		// Until then the observers crawl the same fixture without gossip.
+		obs[i].cfg.P2PListen = f.listen
+		obs[i].cfg.AllowList = f.allowList
+		obs[i].cfg.GossipHeartbeat = gossipHeartbeat
+		if err := writeDescriptor(obs[i]); err != nil {
+			return err
+		}
 	}
+	for i := range obs {
+		for j, p := range obs {
+			if j != i {
+				obs[i].cfg.Peers = append(obs[i].cfg.Peers, p.descriptorPath())
+			}
+		}
+	}
+	return nil
+}
+
+// gossipHeartbeat is shorter than GossipSub's default second, so a head or an observation
+// crosses the demo's three hops well within one crawl interval.
+const gossipHeartbeat = 200 * time.Millisecond
+
+// writeDescriptor signs o's descriptor as its node would at start (the node need not be
+// open) and writes it where the other observers' Peers name it.
+func writeDescriptor(o observer) error {
+	n, err := node.New(o.cfg)
+	if err != nil {
+		return fmt.Errorf("observer %d: %w", o.n, err)
+	}
+	desc, err := n.Descriptor()
+	if err != nil {
+		return fmt.Errorf("observer %d: %w", o.n, err)
+	}
+	if err := os.WriteFile(o.descriptorPath(), desc, 0o644); err != nil {
+		return fmt.Errorf("writing the descriptor of observer %d: %w", o.n, err)
+	}
+	return nil
 }
