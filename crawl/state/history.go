@@ -58,30 +58,12 @@ func addHistory(b *pebble.Batch, u Update) error {
 
 // Spans returns target id's timeline, oldest span first.
 func (s *Store) Spans(id string) ([]Span, error) {
-	var out []Span
-	err := s.scan(prefixSpan+id+"/", 0, func(val []byte) error {
-		var sp Span
-		if err := json.Unmarshal(val, &sp); err != nil {
-			return fmt.Errorf("decoding span: %w", err)
-		}
-		out = append(out, sp)
-		return nil
-	})
-	return out, err
+	return listJSON[Span](s, prefixSpan+id+"/", 0, "span")
 }
 
 // Labels returns the labels issued for target id, in log order.
 func (s *Store) Labels(id string) ([]LabelRef, error) {
-	var out []LabelRef
-	err := s.scan(prefixLabel+id+"/", 0, func(val []byte) error {
-		var l LabelRef
-		if err := json.Unmarshal(val, &l); err != nil {
-			return fmt.Errorf("decoding label reference: %w", err)
-		}
-		out = append(out, l)
-		return nil
-	})
-	return out, err
+	return listJSON[LabelRef](s, prefixLabel+id+"/", 0, "label reference")
 }
 
 // LabelTarget returns the id of the target label id was issued for.
@@ -120,20 +102,7 @@ func (s *Store) ChangeBySeq(seq int64) (*Change, error) {
 	if seq <= 0 {
 		return nil, ErrNotFound
 	}
-	val, closer, err := s.db.Get([]byte(seqKey(seq)))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading change %d: %w", seq, err)
-	}
-	key := string(val)
-	closer.Close()
-	var c Change
-	if err := s.getJSON(key, &c); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return s.changeAt(seqKey(seq), fmt.Sprintf("change %d", seq))
 }
 
 // ChangesBefore returns up to limit changes with Seq below before (before ≤

@@ -188,16 +188,7 @@ func (s *Store) Target(id string) (*Target, error) {
 
 // Targets returns every target ever harvested, delisted ones included, in id order.
 func (s *Store) Targets() ([]Target, error) {
-	var out []Target
-	err := s.scan(prefixTarget, 0, func(val []byte) error {
-		var t Target
-		if err := json.Unmarshal(val, &t); err != nil {
-			return fmt.Errorf("decoding target: %w", err)
-		}
-		out = append(out, t)
-		return nil
-	})
-	return out, err
+	return listJSON[Target](s, prefixTarget, 0, "target")
 }
 
 // Observation returns the latest observation of target id.
@@ -211,26 +202,22 @@ func (s *Store) Observation(id string) (*Observation, error) {
 
 // Observations returns the latest observation of every target, in target id order.
 func (s *Store) Observations() ([]Observation, error) {
-	var out []Observation
-	err := s.scan(prefixObs, 0, func(val []byte) error {
-		var o Observation
-		if err := json.Unmarshal(val, &o); err != nil {
-			return fmt.Errorf("decoding observation: %w", err)
-		}
-		out = append(out, o)
-		return nil
-	})
-	return out, err
+	return listJSON[Observation](s, prefixObs, 0, "observation")
 }
 
 // Change returns the change record with id.
 func (s *Store) Change(id string) (*Change, error) {
-	val, closer, err := s.db.Get([]byte(prefixChangeID + id))
+	return s.changeAt(prefixChangeID+id, "change "+id)
+}
+
+// changeAt reads the change whose key the index entry index holds.
+func (s *Store) changeAt(index, what string) (*Change, error) {
+	val, closer, err := s.db.Get([]byte(index))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading change %s: %w", id, err)
+		return nil, fmt.Errorf("reading %s: %w", what, err)
 	}
 	key := string(val)
 	closer.Close()
@@ -241,18 +228,24 @@ func (s *Store) Change(id string) (*Change, error) {
 	return &c, nil
 }
 
-// Changes returns up to limit change records, newest first (limit ≤ 0: all).
-func (s *Store) Changes(limit int) ([]Change, error) {
-	var out []Change
-	err := s.scan(prefixChange, limit, func(val []byte) error {
-		var c Change
-		if err := json.Unmarshal(val, &c); err != nil {
-			return fmt.Errorf("decoding change: %w", err)
+// listJSON decodes each value under prefix as a T, in key order, at most
+// limit of them when limit > 0; what names a T in errors.
+func listJSON[T any](s *Store, prefix string, limit int, what string) ([]T, error) {
+	var out []T
+	err := s.scan(prefix, limit, func(val []byte) error {
+		var v T
+		if err := json.Unmarshal(val, &v); err != nil {
+			return fmt.Errorf("decoding %s: %w", what, err)
 		}
-		out = append(out, c)
+		out = append(out, v)
 		return nil
 	})
 	return out, err
+}
+
+// Changes returns up to limit change records, newest first (limit ≤ 0: all).
+func (s *Store) Changes(limit int) ([]Change, error) {
+	return listJSON[Change](s, prefixChange, limit, "change")
 }
 
 // PatternSet returns the digest of the pattern set the last scan labels used, "" if none.
@@ -277,16 +270,7 @@ func (s *Store) AddRun(r Run) error {
 
 // Runs returns up to limit crawl runs, newest first (limit ≤ 0: all).
 func (s *Store) Runs(limit int) ([]Run, error) {
-	var out []Run
-	err := s.scan(prefixRun, limit, func(val []byte) error {
-		var r Run
-		if err := json.Unmarshal(val, &r); err != nil {
-			return fmt.Errorf("decoding run: %w", err)
-		}
-		out = append(out, r)
-		return nil
-	})
-	return out, err
+	return listJSON[Run](s, prefixRun, limit, "run")
 }
 
 func (s *Store) put(key string, v any) error {
