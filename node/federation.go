@@ -50,6 +50,10 @@ type federation struct {
 	// head loop reads the latest head when it wakes, so a burst of heads
 	// costs one submission.
 	ownHead chan struct{}
+	// cosigned is signalled (never blocking) by the submitter's OnCosigned
+	// hook; the head loop publishes the head again when it wakes, while the
+	// submission still waits for slower witnesses.
+	cosigned chan struct{}
 	// peerHeads holds the newest unchecked head of each peer, by did:key;
 	// guarded by mu. peerWake is signalled when it gains one.
 	mu        sync.Mutex
@@ -110,7 +114,7 @@ const (
 func newFederation(seed *keys.Seed, logger *slog.Logger) *federation {
 	return &federation{logger: logger, witnessKey: seed.WitnessKey(), p2pKey: seed.P2PKey(), metrics: newFedMetrics(),
 		pendingObs: map[string]*gossip.Observation{},
-		ownHead:    make(chan struct{}, 1), peerHeads: map[string]*gossip.Head{}, peerWake: make(chan struct{}, 1),
+		ownHead:    make(chan struct{}, 1), cosigned: make(chan struct{}, 1), peerHeads: map[string]*gossip.Head{}, peerWake: make(chan struct{}, 1),
 		checked: map[string]*gossip.Head{}, evidence: make(chan evidenceJob, evidenceQueue),
 		verifiers: map[string]note.Verifier{}}
 }
@@ -184,6 +188,7 @@ func (n *Node) openSubmitter(context.Context) error {
 	s, err := submit.New(submit.Config{
 		Origin: n.cfg.LogOrigin, Key: n.id.logKey.Public().(ed25519.PublicKey), Witnesses: targets,
 		Proof: n.log.ConsistencyProof, Policy: policy, Logger: n.cfg.Logger, Registerer: n.cfg.registerer(),
+		OnCosigned: func() { signal(n.fed.cosigned) },
 		Client: &http.Client{Transport: newSubmitTransport(p2p, n.fed.gossipNode),
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 	})
@@ -320,7 +325,8 @@ func (f *federation) gossipNode() *gossip.Node { return f.gos.Load() }
 
 // headLoop submits each new head of this log to the witnesses and
 // publishes it on gossip: first as signed (peers need not wait for the
-// witnesses), then again with the cosignatures collected. One submission
+// witnesses), then again as cosignatures arrive (a burst costs one
+// publication) and once more when the submission ends. One submission
 // runs at a time, for the newest head; one that some witness could not be
 // reached for is tried again, backing off from resubmitMin to resubmitMax,
 // until it succeeds or a newer head replaces it.
@@ -343,7 +349,7 @@ func (f *federation) headLoop(ctx context.Context) {
 		if s == nil {
 			continue
 		}
-		if f.submit(ctx, s, head) {
+		if f.submitPublishing(ctx, s, head) {
 			backoff = min(max(2*backoff, resubmitMin), resubmitMax)
 			retry.Reset(backoff)
 		} else {
@@ -358,6 +364,26 @@ const (
 	resubmitMin = time.Second
 	resubmitMax = time.Minute
 )
+
+// submitPublishing runs submit, publishing the head again each time the
+// submitter adds a cosignature meanwhile, so one slow witness does not hold
+// back what the others gave.
+func (f *federation) submitPublishing(ctx context.Context, s *submit.Submitter, head hlog.Head) (again bool) {
+	select {
+	case <-f.cosigned: // left by the last submission, already published
+	default:
+	}
+	done := make(chan bool, 1)
+	go func() { done <- f.submit(ctx, s, head) }()
+	for {
+		select {
+		case again := <-done:
+			return again
+		case <-f.cosigned:
+			f.publishHead(ctx)
+		}
+	}
+}
 
 // submit submits head and reports whether a witness was unavailable, which
 // a later attempt may mend.

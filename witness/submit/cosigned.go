@@ -18,11 +18,14 @@ func newCosigned(c format.Checkpoint, raw []byte, witnesses int) *cosigned {
 	return &cosigned{c: c, raw: bytes.Clone(raw), sigs: make([]*format.Cosignature, witnesses)}
 }
 
-// add keeps s as witness i's cosignature unless it already has a newer one.
-func (cs *cosigned) add(i int, s format.Cosignature) {
+// add keeps s as witness i's cosignature unless it already has one as new, and reports
+// whether it did.
+func (cs *cosigned) add(i int, s format.Cosignature) bool {
 	if old := cs.sigs[i]; old == nil || old.Time < s.Time {
 		cs.sigs[i] = &s
+		return true
 	}
+	return false
 }
 
 func (cs *cosigned) list() []format.Cosignature {

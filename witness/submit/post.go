@@ -37,10 +37,10 @@ type submission struct {
 	out Outcome
 }
 
-// submitTo runs one witness's part of a submission, holding its lock throughout.
+// submitTo runs one witness's part of a submission, holding its turn throughout.
 func (s *Submitter) submitTo(ctx context.Context, w *witnessState, c format.Checkpoint, raw []byte) Outcome {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.turn <- struct{}{}
+	defer func() { <-w.turn }()
 	start := time.Now()
 	sub := &submission{s: s, w: w, c: c, raw: raw, out: Outcome{Witness: w.Witness}}
 	sig, err := sub.run(ctx)

@@ -11,7 +11,9 @@
 //
 // The Submitter keeps the newest checkpoint with every cosignature collected for it, the
 // note a log serves at <prefix>/checkpoint, and, with a tlog-policy, the newest one whose
-// cosignatures meet its quorum.
+// cosignatures meet its quorum. Each witness's cosignature joins them as soon as it has
+// verified, not when the slowest witness has answered: one witness retrying for seconds
+// must not hold back what the others gave.
 package submit
 
 import (
@@ -62,6 +64,11 @@ type Config struct {
 	// Registerer receives the histor_witness_submit_* metrics; nil registers none.
 	// Close unregisters them.
 	Registerer prometheus.Registerer
+	// OnCosigned, if set, is called each time a cosignature is added to the latest
+	// checkpoint, while Submit may still be waiting for other witnesses, so the caller
+	// can serve or publish Latest again. It is called without the Submitter's lock, from
+	// the goroutine of the witness that answered, and must not block (signal a channel).
+	OnCosigned func()
 }
 
 const (
@@ -100,11 +107,13 @@ type Submitter struct {
 // witnessState is what the Submitter knows of one witness.
 type witnessState struct {
 	Witness
-	// mu serialises submissions to this witness, so each starts from the size the last
-	// one left; held for a whole submission.
-	mu sync.Mutex
+	// turn serialises submissions to this witness, so each starts from the size the last
+	// one left: a submission holds its one slot throughout. A channel rather than a
+	// mutex, so a submission waiting for its turn is durably blocked under
+	// testing/synctest and the fake clock moves on.
+	turn chan struct{}
 	// acked is the size the witness last said it cosigned (200, or a 409's size): the
-	// old size of the next request. Guarded by mu.
+	// old size of the next request. Guarded by turn.
 	acked uint64
 }
 
@@ -119,7 +128,7 @@ func New(cfg Config) (*Submitter, error) {
 	}
 	s := &Submitter{cfg: cfg, verifier: v, client: cfg.Client, log: cfg.Logger}
 	for _, w := range cfg.Witnesses {
-		s.witnesses = append(s.witnesses, &witnessState{Witness: w})
+		s.witnesses = append(s.witnesses, &witnessState{Witness: w, turn: make(chan struct{}, 1)})
 	}
 	if s.metrics, err = newMetrics(cfg.Registerer, cfg.Witnesses); err != nil {
 		return nil, fmt.Errorf("making witness submitter: %w", err)
@@ -195,11 +204,13 @@ type Outcome struct {
 }
 
 // Submit submits a checkpoint signed by the log to every witness in parallel and waits
-// for them all (bounded by Timeout, Attempts and the backoff). Submissions to one witness
-// run one at a time, so a newer checkpoint waits for an older one's to end. It returns an error only
-// wrapping every witness's failure (errors.As finds the typed ones) or for a checkpoint
-// it will not submit: one the log's key does not verify, one smaller than a checkpoint
-// already submitted (ErrStale), or one of the same size with another root (a
+// for them all (bounded by Timeout, Attempts and the backoff). Each cosignature is added
+// to the latest checkpoint as it arrives, if that is still this one, so Latest and
+// Witnessed move before Submit returns. Submissions to one witness run one at a time, so
+// a newer checkpoint waits for an older one's to end. It returns an error only wrapping
+// every witness's failure (errors.As finds the typed ones) or for a checkpoint it will
+// not submit: one the log's key does not verify, one smaller than a checkpoint already
+// submitted (ErrStale), or one of the same size with another root (a
 // *format.InconsistencyError: the log itself forked).
 func (s *Submitter) Submit(ctx context.Context, checkpoint []byte) (Result, error) {
 	c, err := format.ParseCheckpoint(checkpoint, s.verifier)
@@ -212,7 +223,12 @@ func (s *Submitter) Submit(ctx context.Context, checkpoint []byte) (Result, erro
 	outcomes := make([]Outcome, len(s.witnesses))
 	var wg sync.WaitGroup
 	for i, w := range s.witnesses {
-		wg.Go(func() { outcomes[i] = s.submitTo(ctx, w, c, checkpoint) })
+		wg.Go(func() {
+			outcomes[i] = s.submitTo(ctx, w, c, checkpoint)
+			if sig := outcomes[i].Cosignature; sig != nil {
+				s.merge(c, i, *sig)
+			}
+		})
 	}
 	wg.Wait()
 	res := s.finish(c, checkpoint, outcomes)
@@ -244,34 +260,58 @@ func (s *Submitter) begin(c format.Checkpoint, raw []byte) error {
 	return nil
 }
 
-// finish adds the outcomes' cosignatures to the latest checkpoint if it is still c (a
-// larger one may have begun meanwhile: cosignatures of c say nothing about it).
+// merge adds witness i's verified cosignature of c to the latest checkpoint, if that is
+// still c (a larger one may have begun meanwhile: cosignatures of c say nothing about
+// it), and tells OnCosigned when the note changed.
+func (s *Submitter) merge(c format.Checkpoint, i int, sig format.Cosignature) {
+	if s.mergeLocked(c, i, sig) && s.cfg.OnCosigned != nil {
+		s.cfg.OnCosigned()
+	}
+}
+
+func (s *Submitter) mergeLocked(c format.Checkpoint, i int, sig format.Cosignature) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.latest.c != c || !s.latest.add(i, sig) {
+		return false
+	}
+	s.record(s.latest)
+	return true
+}
+
+// finish makes the Result: the latest checkpoint's note if it is still c, with what
+// merge added; otherwise c's note with this submission's cosignatures alone.
 func (s *Submitter) finish(c format.Checkpoint, raw []byte, outcomes []Outcome) Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res := Result{Checkpoint: c, Outcomes: outcomes}
 	cs := s.latest
 	if cs.c != c {
 		cs = newCosigned(c, raw, len(s.witnesses))
-	}
-	for i, o := range outcomes {
-		if o.Cosignature != nil {
-			cs.add(i, *o.Cosignature)
+		for i, o := range outcomes {
+			if o.Cosignature != nil {
+				cs.add(i, *o.Cosignature)
+			}
 		}
 	}
-	res.Note = cs.note()
+	return Result{Checkpoint: c, Note: cs.note(), Outcomes: outcomes, Witnessed: s.record(cs)}
+}
+
+// record checks cs against the policy, keeps its note as the witnessed one if it meets
+// the quorum and is not smaller than the one kept, updates the metrics if cs is the
+// latest, and reports whether it met the quorum. The caller holds mu.
+func (s *Submitter) record(cs *cosigned) (witnessed bool) {
 	if s.cfg.Policy != nil {
-		if _, met := s.cfg.Policy.Check(c, cs.list()); met {
-			res.Witnessed = true
-			if s.witnessed == nil || c.Size >= s.witnessedSize {
-				s.witnessed, s.witnessedSize = res.Note, c.Size
+		if _, met := s.cfg.Policy.Check(cs.c, cs.list()); met {
+			witnessed = true
+			if s.witnessed == nil || cs.c.Size >= s.witnessedSize {
+				s.witnessed, s.witnessedSize = cs.note(), cs.c.Size
 			}
 		}
 	}
 	if cs == s.latest {
-		s.metrics.setLatest(c.Size, len(cs.list()), res.Witnessed)
+		s.metrics.setLatest(cs.c.Size, len(cs.list()), witnessed)
 	}
-	return res
+	return witnessed
 }
 
 // Latest returns the newest checkpoint submitted, with every cosignature collected for

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -410,4 +412,127 @@ func TestSubmitWitnessedPolicy(t *testing.T) {
 			t.Errorf("policy does not verify Witnessed: %v", err)
 		}
 	})
+}
+
+// TestSubmitMergesAsAnswersArrive: with a 2-of-3 policy, w0 answering at once, w1 after
+// 10 s and w2 after 60 s, Latest carries w0's line while the others are still waiting,
+// Witnessed moves when w1 makes the quorum, and Submit returns with all three after 60 s.
+// OnCosigned is told of each line.
+func TestSubmitMergesAsAnswersArrive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := policyOf(t, 2, 3)
+		var told atomic.Int32
+		e := newEnv(t, 3, func(c *submit.Config) {
+			c.Policy, c.Timeout = p, 2*time.Minute
+			c.OnCosigned = func() { told.Add(1) }
+		})
+		e.witnesses[1].delay = 10 * time.Second
+		e.witnesses[2].delay = 60 * time.Second
+		names := func(n int) []string {
+			var out []string
+			for _, w := range e.witnesses[:n] {
+				out = append(out, w.name)
+			}
+			return out
+		}
+		done := make(chan submit.Result)
+		e.log.grow(4)
+		go func() {
+			res, err := e.sub.Submit(context.Background(), e.log.checkpoint())
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		synctest.Wait()
+		if got := openCosigned(t, e.sub.Latest(), e.witnesses); !slices.Equal(got, names(1)) || told.Load() != 1 {
+			t.Errorf("at once: Latest cosigned by %v, OnCosigned %d times", got, told.Load())
+		}
+		if e.sub.Witnessed() != nil {
+			t.Errorf("one of three is witnessed:\n%s", e.sub.Witnessed())
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if got := openCosigned(t, e.sub.Latest(), e.witnesses); !slices.Equal(got, names(2)) || told.Load() != 2 {
+			t.Errorf("after 10 s: Latest cosigned by %v, OnCosigned %d times", got, told.Load())
+		}
+		if w := e.sub.Witnessed(); !bytes.Equal(w, e.sub.Latest()) {
+			t.Errorf("after 10 s: Witnessed is not Latest:\n%s", w)
+		} else if _, _, err := p.Verify(w); err != nil {
+			t.Errorf("after 10 s: policy does not verify Witnessed: %v", err)
+		}
+		select {
+		case <-done:
+			t.Fatal("Submit returned before the last witness answered")
+		default:
+		}
+		start := time.Now()
+		res := <-done
+		if d := time.Since(start); d != 50*time.Second {
+			t.Errorf("Submit returned %v after the second answer, want 50s", d)
+		}
+		if got := openCosigned(t, res.Note, e.witnesses); !slices.Equal(got, names(3)) || !res.Witnessed || told.Load() != 3 {
+			t.Errorf("result cosigned by %v, witnessed %v, OnCosigned %d times", got, res.Witnessed, told.Load())
+		}
+		if !bytes.Equal(e.sub.Latest(), res.Note) || !bytes.Equal(e.sub.Witnessed(), res.Note) {
+			t.Error("Latest or Witnessed is not the result's note")
+		}
+	})
+}
+
+// TestSubmitLateAnswerForOlderCheckpoint: a slow witness's cosignature of a checkpoint a
+// newer one has replaced goes into that submission's Result, never into Latest.
+func TestSubmitLateAnswerForOlderCheckpoint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, 2, func(c *submit.Config) { c.Timeout = time.Minute })
+		slow := e.witnesses[1]
+		slow.delay = 10 * time.Second
+		first := make(chan submit.Result)
+		e.log.grow(2)
+		go func() {
+			res, _ := e.sub.Submit(context.Background(), e.log.checkpoint())
+			first <- res
+		}()
+		synctest.Wait()
+		e.log.grow(3)
+		second := make(chan submit.Result)
+		go func() {
+			res, _ := e.sub.Submit(context.Background(), e.log.checkpoint())
+			second <- res
+		}()
+		synctest.Wait()
+		time.Sleep(10 * time.Second) // the slow witness answers for size 2
+		res := <-first
+		if got := openCosigned(t, res.Note, e.witnesses); len(got) != 2 {
+			t.Errorf("size 2 result cosigned by %v", got)
+		}
+		latest := e.sub.Latest()
+		if got := openCosigned(t, latest, e.witnesses); !slices.Equal(got, []string{e.witnesses[0].name}) {
+			t.Errorf("size 5 Latest cosigned by %v:\n%s", got, latest)
+		}
+		if !bytes.HasPrefix(latest, e.log.checkpoint()) {
+			t.Errorf("Latest is not the size 5 checkpoint:\n%s", latest)
+		}
+		res = <-second
+		if got := openCosigned(t, res.Note, e.witnesses); len(got) != 2 || !bytes.Equal(e.sub.Latest(), res.Note) {
+			t.Errorf("size 5 result cosigned by %v", got)
+		}
+	})
+}
+
+// policyOf is a policy of the test log and witnesses w0..w(n-1), k of them a quorum.
+func policyOf(t *testing.T, k, n int) *format.Policy {
+	t.Helper()
+	text := "log " + logVKey(t) + "\n"
+	var names []string
+	for i := range n {
+		name := string(rune('a' + i))
+		text += "witness " + name + " " + newTestWitness(i).vkey(t) + "\n"
+		names = append(names, name)
+	}
+	p, err := format.ParsePolicy([]byte(text + "group g " + strconv.Itoa(k) + " " + strings.Join(names, " ") + "\nquorum g\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
