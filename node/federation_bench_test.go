@@ -504,13 +504,10 @@ func (bn *benchObserver) crawl(tb testing.TB) (start time.Time) {
 		time.Sleep(time.Until(sec.Add(time.Second)))
 	}
 	start = time.Now()
-	sum, err := bn.node.crawls.run(context.Background())
+	_, err := bn.node.crawls.run(context.Background())
 	bn.crawledAt = time.Now()
 	if err != nil {
 		tb.Fatalf("crawl of observer %d: %v", bn.i, err)
-	}
-	if os.Getenv("HISTOR_BENCH_DEBUG") != "" {
-		tb.Logf("crawl %d: %+v", bn.i, *sum)
 	}
 	return start
 }
