@@ -1,10 +1,13 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,11 +18,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/crawl/registry/registrytest"
 
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
@@ -61,6 +69,8 @@ type benchObserver struct {
 	node     *Node
 	reg      *prometheus.Registry
 	labels   int
+
+	crawledAt time.Time // when the last crawl ended
 }
 
 func newBenchObserver(tb testing.TB, i int) *benchObserver {
@@ -163,7 +173,11 @@ func (bn *benchObserver) accepted(tb testing.TB) float64 {
 // startBenchFederation starts n observers on loopback libp2p, every one on
 // every allow-list, each a descriptor peer of the three before and after it
 // on a ring; it reports the heap and RSS they added.
-func startBenchFederation(b *testing.B, n int) (nodes []*benchObserver, heapPer, rssPer float64) {
+//
+// With every set, each observer holds every other's descriptor instead
+// (and so submits to every other witness): the peer view proves an
+// observation only by asking its observer, which takes its descriptor.
+func startBenchFederation(b *testing.B, n int, base Config, every bool) (nodes []*benchObserver, heapPer, rssPer float64) {
 	heap0, rss0 := memNow()
 	nodes = make([]*benchObserver, n)
 	for i := range nodes {
@@ -176,10 +190,13 @@ func startBenchFederation(b *testing.B, n int) (nodes []*benchObserver, heapPer,
 		allow = append(allow, bn.did())
 	}
 	for i, bn := range nodes {
-		var cfg Config
-		cfg.AllowList = allow
-		for k := 1; k <= benchWitnesses; k++ {
+		cfg := base
+		cfg.AllowList, cfg.Peers = allow, nil
+		for k := 1; k <= benchWitnesses && !every; k++ {
 			cfg.Peers = append(cfg.Peers, descs[(i+k)%n], descs[(i-k+n)%n])
+		}
+		for k := 1; k < n && every; k++ {
+			cfg.Peers = append(cfg.Peers, descs[(i+k)%n])
 		}
 		bn.start(b, cfg)
 	}
@@ -243,7 +260,7 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 // reported at start.
 func BenchmarkFederation(b *testing.B) {
 	n := benchObservers(b)
-	nodes, heapPer, rssPer := startBenchFederation(b, n)
+	nodes, heapPer, rssPer := startBenchFederation(b, n, Config{}, false)
 	// Every observer holds a head of every other before the clock starts.
 	// The heads signed at open went out before the mesh formed (and are
 	// republished a minute later): each signs one more once its ring
@@ -386,4 +403,216 @@ func evidenceReach(b *testing.B, nodes []*benchObserver) time.Duration {
 		return true
 	})
 	return time.Since(start) // from the fork's submission
+}
+
+// agreementTarget is the one MCP server (Go SDK, streamable HTTP) every
+// observer crawls, listed by one registry fixture, so every observer sees
+// the same name and endpoint and so the same server id. A round changes
+// its one tool's description; only the observer that crawls next sees it.
+type agreementTarget struct {
+	endpoint, registry string
+
+	mu   sync.Mutex
+	desc string // guarded by mu
+}
+
+func newAgreementTarget(tb testing.TB) *agreementTarget {
+	t := &agreementTarget{desc: "Forecast, version 0."}
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+		s := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "1.0.0"}, nil)
+		mcp.AddTool(s, &mcp.Tool{Name: "forecast", Description: t.description()},
+			func(context.Context, *mcp.CallToolRequest, struct {
+				City string `json:"city"`
+			}) (*mcp.CallToolResult, any, error) {
+				panic("a tool was called")
+			})
+		return s
+	}, &mcp.StreamableHTTPOptions{Stateless: true}))
+	tb.Cleanup(srv.Close)
+	t.endpoint = srv.URL + "/mcp"
+	reg := registrytest.Server(tb, []registrytest.Entry{{Name: "io.bench/weather",
+		Remotes: []registrytest.Remote{{Type: "streamable-http", URL: t.endpoint}}}})
+	t.registry = reg.URL
+	return t
+}
+
+func (t *agreementTarget) description() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.desc
+}
+
+func (t *agreementTarget) set(desc string) {
+	t.mu.Lock()
+	t.desc = desc
+	t.mu.Unlock()
+}
+
+// checkClient posts /check for one endpoint to every observer's API.
+type checkClient struct {
+	urls []string
+	body []byte
+}
+
+func newCheckClient(tb testing.TB, nodes []*benchObserver, endpoint string) *checkClient {
+	c := &checkClient{body: fmt.Appendf(nil, `{"endpoint":%q}`, endpoint)}
+	for _, bn := range nodes {
+		srv := httptest.NewServer(bn.node.Handler())
+		tb.Cleanup(srv.Close)
+		c.urls = append(c.urls, srv.URL+"/api/v1/check")
+	}
+	return c
+}
+
+// digests is what observer i's /check lists in observers[]: each did:key's
+// digest.
+func (c *checkClient) digests(tb testing.TB, i int) map[string]string {
+	resp, err := http.Post(c.urls[i], "application/json", bytes.NewReader(c.body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		tb.Fatalf("POST /api/v1/check to observer %d: %d %s %v", i, resp.StatusCode, raw, err)
+	}
+	var ans struct {
+		Observers []struct {
+			DID    string `json:"did"`
+			Digest string `json:"digest"`
+		} `json:"observers"`
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		tb.Fatalf("reading observer %d's /check answer: %v", i, err)
+	}
+	out := map[string]string{}
+	for _, o := range ans.Observers {
+		out[o.DID] = o.Digest
+	}
+	return out
+}
+
+// crawl runs one crawl of bn in the foreground: the function the admin
+// route's background crawl runs (crawl, catalog reload, own observations
+// into the peer view and onto gossip).
+func (bn *benchObserver) crawl(tb testing.TB) (start time.Time) {
+	// A label's observedAt is in whole seconds, taken during the crawl, and
+	// the peer view keeps an observer's later observation only: a crawl in
+	// the second the last one ended in would not replace it, so it waits
+	// for the next second (before the clock starts).
+	if sec := bn.crawledAt.Truncate(time.Second); !time.Now().Truncate(time.Second).After(sec) {
+		time.Sleep(time.Until(sec.Add(time.Second)))
+	}
+	start = time.Now()
+	_, err := bn.node.crawls.run(context.Background())
+	bn.crawledAt = time.Now()
+	if err != nil {
+		tb.Fatalf("crawl of observer %d: %v", bn.i, err)
+	}
+	return start
+}
+
+// BenchmarkFederationAgreement runs HISTOR_BENCH_OBSERVERS observers
+// (default 20), each holding every other's descriptor, that share one
+// target: an MCP server on loopback listed by one registry fixture. All of
+// them crawl it until every /check lists every observer with one digest.
+// Then each iteration changes the target's tool set and has one observer
+// (in turn) crawl it, and times from that crawl's start until every
+// observer's POST /api/v1/check for the endpoint lists that observer's new
+// digest in observers[] (p50 and p99 over b.N changes). The others do not
+// crawl again, so only the one observer has seen the change.
+func BenchmarkFederationAgreement(b *testing.B) {
+	n := benchObservers(b)
+	target := newAgreementTarget(b)
+	nodes, _, _ := startBenchFederation(b, n, Config{ChecksPerMinute: -1, ScansPerHour: -1,
+		Crawl: crawl.Config{Registry: target.registry, AllowPrivateTargets: true}}, true)
+	waitFor(b, 60*time.Second, "every observer holds a head of every other", func() bool {
+		for _, bn := range nodes {
+			heads := bn.node.fed.gossipNode().Heads()
+			for _, p := range nodes {
+				if p != bn && heads[p.did()] == nil {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	cc := newCheckClient(b, nodes, target.endpoint)
+	firstView(b, nodes, cc)
+
+	var agree, crawled []time.Duration
+	b.ResetTimer()
+	for r := 0; b.Loop(); r++ {
+		src := nodes[r%n]
+		old := cc.digests(b, src.i)[src.did()]
+		target.set(fmt.Sprintf("Forecast, version %d.", r+1))
+		start := src.crawl(b)
+		crawled = append(crawled, time.Since(start))
+		fresh := cc.digests(b, src.i)[src.did()]
+		if fresh == "" || fresh == old {
+			b.Fatalf("change %d: observer %d's own /check lists digest %q after the change, %q before", r, src.i, fresh, old)
+		}
+		// A node that lists the new digest keeps it until src crawls again,
+		// so each is asked until it does, then no more.
+		pending := make([]bool, n)
+		for i := range pending {
+			pending[i] = i != src.i
+		}
+		left := n - 1
+		waitFor(b, 30*time.Second, fmt.Sprintf("change %d: observer %d's new digest in every /check", r, src.i), func() bool {
+			for i, p := range pending {
+				if p && cc.digests(b, i)[src.did()] == fresh {
+					pending[i] = false
+					left--
+				}
+			}
+			return left == 0
+		})
+		agree = append(agree, time.Since(start))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(percentile(agree, 0.5).Microseconds())/1e3, "agreement-p50-ms")
+	b.ReportMetric(float64(percentile(agree, 0.99).Microseconds())/1e3, "agreement-p99-ms")
+	b.ReportMetric(float64(percentile(crawled, 0.5).Microseconds())/1e3, "crawl-p50-ms")
+	b.ReportMetric(float64(percentile(crawled, 0.99).Microseconds())/1e3, "crawl-p99-ms")
+}
+
+// firstView has every observer crawl the target and waits until every
+// /check lists every observer with the one digest. An observation
+// published before a node's GossipSub mesh formed is lost to it until the
+// observer's next crawl publishes it again, so the laggards' observers
+// crawl again (the tool set unchanged) every few seconds.
+func firstView(b *testing.B, nodes []*benchObserver, cc *checkClient) {
+	for _, bn := range nodes {
+		bn.crawl(b)
+	}
+	want := cc.digests(b, 0)[nodes[0].did()]
+	if want == "" {
+		b.Fatal("observer 0's own /check lists no digest after its crawl")
+	}
+	for try := 0; ; try++ {
+		missing := map[*benchObserver]bool{}
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			clear(missing)
+			for i := range nodes {
+				got := cc.digests(b, i)
+				for _, bn := range nodes {
+					if got[bn.did()] != want {
+						missing[bn] = true
+					}
+				}
+			}
+			if len(missing) == 0 {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if try == 5 {
+			b.Fatalf("%d observers' first digest missing from some /check after %d crawls", len(missing), try+1)
+		}
+		for bn := range missing {
+			bn.crawl(b)
+		}
+	}
 }
