@@ -64,9 +64,9 @@ func (f *federation) checkHead(did string, sth *format.STH) error {
 	h := f.verifiedHead(did)
 	switch {
 	case h == nil:
-		return errors.New("no head of this observer verified here yet")
+		return errors.New("no head of this observer checked here yet")
 	case h.STH.TreeSize != sth.TreeSize || h.STH.Root != sth.Root:
-		return fmt.Errorf("not the head verified here (size %d)", h.STH.TreeSize)
+		return fmt.Errorf("not the head checked here (size %d)", h.STH.TreeSize)
 	}
 	return nil
 }
@@ -150,7 +150,7 @@ func (f *federation) proveObservation(ctx context.Context, o *gossip.Observation
 			f.checkPeerHead(ctx, latest)
 		}
 		if h = f.verifiedHead(o.Observer); h == nil || h.STH.TreeSize <= o.LeafIndex {
-			f.logger.Debug("no verified head holds a peer's observation yet", "observer", o.Observer, "leaf", o.LeafIndex)
+			f.logger.Debug("no checked head holds a peer's observation yet", "observer", o.Observer, "leaf", o.LeafIndex)
 			f.metrics.observations.WithLabelValues("unproven").Inc()
 			return
 		}
