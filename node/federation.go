@@ -68,6 +68,16 @@ type federation struct {
 	// server (observer + "\n" + server), for the peer loop; guarded by mu,
 	// bounded by maxPendingObservations.
 	pendingObs map[string]*gossip.Observation
+	// pendingBy counts pendingObs per observer, so one peer cannot take
+	// the whole queue (maxPendingPerObserver); guarded by mu.
+	pendingBy map[string]int
+	// peerOrigins is the origin each peer's first checked head named: a
+	// peer witnessed under one origin only, so it can neither add logs
+	// without bound nor move to another's; peer loop only.
+	peerOrigins map[string]string
+	// forked holds the peers this node made evidence about; their later
+	// heads make no more (one bundle proves the fork); peer loop only.
+	forked map[string]bool
 	// peers is the peer view store, set by its part.
 	peers atomic.Pointer[peers.Store]
 	// self is this node's did:key; set by the peers part before anything
@@ -116,6 +126,7 @@ func newFederation(seed *keys.Seed, logger *slog.Logger) *federation {
 		pendingObs: map[string]*gossip.Observation{},
 		ownHead:    make(chan struct{}, 1), cosigned: make(chan struct{}, 1), peerHeads: map[string]*gossip.Head{}, peerWake: make(chan struct{}, 1),
 		checked: map[string]*gossip.Head{}, evidence: make(chan evidenceJob, evidenceQueue),
+		pendingBy: map[string]int{}, peerOrigins: map[string]string{}, forked: map[string]bool{},
 		verifiers: map[string]note.Verifier{}}
 }
 

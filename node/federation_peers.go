@@ -72,8 +72,16 @@ func (f *federation) checkPeerHead(ctx context.Context, h *gossip.Head) {
 		f.logger.Error("checking a peer's head", "err", err)
 		return
 	}
-	f.witnessPeer(v)
 	did := h.STH.Log
+	if f.forked[did] {
+		return // one bundle proves the fork; later heads add nothing
+	}
+	if first, ok := f.peerOrigins[did]; ok && first != v.Name() {
+		f.logger.Warn("a peer's head names another origin than its first", "peer", did, "first", first, "now", v.Name())
+		return
+	}
+	f.peerOrigins[did] = v.Name()
+	f.witnessPeer(v)
 	prev := f.verifiedHead(did)
 	switch {
 	case prev == nil || prev.STH.TreeSize == 0:
@@ -84,6 +92,7 @@ func (f *federation) checkPeerHead(ctx context.Context, h *gossip.Head) {
 	case h.STH.TreeSize == prev.STH.TreeSize:
 		if h.STH.Root != prev.STH.Root {
 			f.makeEvidence(prev.CheckpointNote, h.CheckpointNote, nil, v)
+			f.forked[did] = true
 		}
 		return
 	}
@@ -94,6 +103,7 @@ func (f *federation) checkPeerHead(ctx context.Context, h *gossip.Head) {
 	}
 	if format.VerifyConsistency(prev.STH.TreeSize, h.STH.TreeSize, proof, prev.STH.Root, h.STH.Root) != nil {
 		f.makeEvidence(prev.CheckpointNote, h.CheckpointNote, proof, v)
+		f.forked[did] = true
 		return
 	}
 	f.setVerifiedHead(did, h)

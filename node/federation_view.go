@@ -23,6 +23,10 @@ import (
 // next crawl).
 const maxPendingObservations = 4096
 
+// maxPendingPerObserver bounds one observer's share of that queue, so a peer
+// publishing many servers cannot crowd out the others' observations.
+const maxPendingPerObserver = 1024
+
 // PeersDir is where the node keeps its view of the federation's
 // observations: DataDir/peers.
 func (n *Node) PeersDir() string { return filepath.Join(n.cfg.DataDir, "peers") }
@@ -113,10 +117,13 @@ func (f *federation) onObservation(o *gossip.Observation) {
 	key := o.Observer + "\n" + o.Server
 	f.mu.Lock()
 	_, have := f.pendingObs[key]
-	if !have && len(f.pendingObs) >= maxPendingObservations {
+	if !have && (len(f.pendingObs) >= maxPendingObservations || f.pendingBy[o.Observer] >= maxPendingPerObserver) {
 		f.mu.Unlock()
 		f.metrics.observations.WithLabelValues("dropped").Inc()
 		return
+	}
+	if !have {
+		f.pendingBy[o.Observer]++
 	}
 	if cur := f.pendingObs[key]; cur == nil || !o.ObservedAt.Before(cur.ObservedAt) {
 		f.pendingObs[key] = o
@@ -131,6 +138,7 @@ func (f *federation) takeObservations() map[string]*gossip.Observation {
 	defer f.mu.Unlock()
 	pending := f.pendingObs
 	f.pendingObs = map[string]*gossip.Observation{}
+	clear(f.pendingBy)
 	return pending
 }
 
