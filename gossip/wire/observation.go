@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
@@ -142,11 +141,11 @@ func SignObservation(origin string, key ed25519.PrivateKey, o Observation) ([]by
 	if err != nil {
 		return nil, fmt.Errorf("signing observation: %w", err)
 	}
-	s, err := keys.NoteSigner(origin, key)
+	msg, err := format.SignText(origin, key, text)
 	if err != nil {
 		return nil, fmt.Errorf("signing observation: %w", err)
 	}
-	return note.Sign(&note.Note{Text: text}, s)
+	return msg, nil
 }
 
 // ParseObservationText parses an observation's text strictly, without its signature, so a
@@ -155,11 +154,11 @@ func ParseObservationText(msg []byte) (*Observation, error) {
 	if len(msg) > MaxObservationBytes {
 		return nil, errors.New("parsing observation: too long")
 	}
-	text, _, ok := bytes.Cut(msg, []byte("\n\n"))
+	text, ok := format.NoteText(msg)
 	if !ok {
 		return nil, errors.New("parsing observation: no signature block")
 	}
-	o, err := parseObservationLines(string(text) + "\n")
+	o, err := parseObservationLines(text)
 	if err != nil {
 		return nil, fmt.Errorf("parsing observation: %w", err)
 	}

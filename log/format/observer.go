@@ -241,11 +241,11 @@ func SignObserver(logKey ed25519.PrivateKey, o Observer) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signing observer descriptor: %w", err)
 	}
-	signer, err := keys.NoteSigner(o.Origin, logKey)
+	msg, err := SignText(o.Origin, logKey, text)
 	if err != nil {
 		return nil, fmt.Errorf("signing observer descriptor: %w", err)
 	}
-	return note.Sign(&note.Note{Text: text}, signer)
+	return msg, nil
 }
 
 // ParseObserver parses a signed descriptor strictly and checks it is signed by the log key it
@@ -256,11 +256,11 @@ func ParseObserver(msg []byte) (*Observer, error) {
 	if len(msg) > MaxObserverBytes {
 		return nil, errors.New("parsing observer descriptor: too long")
 	}
-	text, _, ok := bytes.Cut(msg, []byte("\n\n"))
+	text, ok := NoteText(msg)
 	if !ok {
 		return nil, errors.New("parsing observer descriptor: no signature block")
 	}
-	o, err := parseObserverText(string(text) + "\n")
+	o, err := parseObserverText(text)
 	if err != nil {
 		return nil, fmt.Errorf("parsing observer descriptor: %w", err)
 	}
