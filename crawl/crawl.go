@@ -46,6 +46,9 @@ type Crawler struct {
 	metrics *metrics
 
 	running atomic.Bool
+	// recordMu serialises Record: each package observation reads the state
+	// the previous one wrote.
+	recordMu sync.Mutex
 	// progress counts the running crawl's targets, for Progress; it is
 	// Config.Progress when one was given (which also draws it).
 	progress *Progress
@@ -317,28 +320,32 @@ func (c *Crawler) observeAll(ctx context.Context, res *registry.Result, sum *Sum
 	}
 	names := make([]string, 0, res.Servers)
 	seen := map[string]bool{}
-	var dial []registry.Target
+	var dial, skipped []registry.Target
 	for _, t := range res.Targets {
 		if !seen[t.Name] {
 			seen[t.Name] = true
 			names = append(names, t.Name)
 		}
-		if t.Skip == "" {
+		switch {
+		case t.Sandboxed():
+			// A package: the sandbox observes it and hands the
+			// observation to Record; the crawl only keeps it listed.
+		case t.Skip != "":
+			skipped = append(skipped, t)
+		default:
 			dial = append(dial, t)
 		}
 	}
 	job := &crawlJob{c: c, set: c.settings(scan.NewNameIndex(names)), prev: byID}
-	c.cfg.Progress.start(len(res.Targets))
+	c.cfg.Progress.start(len(dial) + len(skipped))
 	results := make(chan *prepared, c.cfg.Workers)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		c.commitLoop(ctx, results, sum)
 	}()
-	for _, t := range res.Targets {
-		if t.Skip != "" {
-			results <- job.process(t, nil)
-		}
+	for _, t := range skipped {
+		results <- job.process(t, nil)
 	}
 	c.runWorkers(ctx, job, newScheduler(dial, c.cfg.PerHost), results)
 	close(results)

@@ -202,7 +202,12 @@ func decideOK(s *settings, d decision, out *outcome) error {
 	if len(d.seen.tools) > 0 && (newSubject || prev.Sets != s.sets) {
 		scanLabels(s, out, scanned{target: d.target, in: in, tools: d.seen.tools, instructions: d.seen.instructions})
 	}
-	if a := prev.Anchor; a != nil && d.now.Sub(a.ObservedAt) >= s.gap {
+	// A package version that only moved the version: MTL/1 compares
+	// subjects, which name the version, so a continuity label here would
+	// say definitions changed that did not. The new version gets its own
+	// observation; continuity waits for a version with other tools.
+	versionOnly := d.target.Sandboxed() && newSubject && subj.digest != "" && subj.digest == prev.ToolSetDigest
+	if a := prev.Anchor; a != nil && !versionOnly && d.now.Sub(a.ObservedAt) >= s.gap {
 		c := in
 		c.Prior = prior(a)
 		if !newSubject {
@@ -218,7 +223,7 @@ func decideOK(s *settings, d decision, out *outcome) error {
 		out.change = ch
 		next.Changes++
 	}
-	settle(next, d, newSubject, s.limits.BytesPerText)
+	settle(next, d, newSubject && !versionOnly, s.limits.BytesPerText)
 	return nil
 }
 
@@ -260,7 +265,7 @@ func decideUnreachable(s *settings, d decision, out *outcome) {
 			ObservedAt: d.now,
 			Subject:    awr.Ref{ID: a.SubjectURN, DigestSRI: a.SubjectDigestSRI},
 			ToolSet:    awr.ToolSet{Count: 0},
-			Server:     awr.Server{Name: d.target.Name, Registry: s.regURN},
+			Server:     awr.Server{Name: d.target.Name, Registry: s.registryOf(d.target)},
 			Reasons:    []awr.Reason{{Code: "HISTOR-UNREACHABLE-001", Detail: "no tool list was read: status " + d.seen.status}},
 			Prior:      prior(a),
 		}})
@@ -273,7 +278,7 @@ func decideUnreachable(s *settings, d decision, out *outcome) {
 		ObservedAt: prev.LastOK,
 		Subject:    awr.Ref{ID: prev.SubjectURN, DigestSRI: prev.Subject},
 		ToolSet:    awr.ToolSet{Count: prev.ToolCount, DigestSRI: prev.ToolSetDigest},
-		Server:     awr.Server{Name: d.target.Name, Registry: s.regURN},
+		Server:     awr.Server{Name: d.target.Name, Registry: s.registryOf(d.target)},
 	}
 	scanLabels(s, out, scanned{target: d.target, in: in, tools: d.prevTools, instructions: prev.Instructions, clipped: prev.InstructionsClipped})
 }
@@ -284,7 +289,7 @@ func baseInput(s *settings, t registry.Target, subj *subject, now time.Time) awr
 		ObservedAt: now,
 		Subject:    awr.Ref{ID: subj.urn, DigestSRI: subj.sri},
 		ToolSet:    awr.ToolSet{Count: subj.desc.ToolSet.Count, DigestSRI: subj.digest},
-		Server:     awr.Server{Name: t.Name, Registry: s.regURN},
+		Server:     awr.Server{Name: t.Name, Registry: s.registryOf(t)},
 	}
 	if r := subj.refusal; r != nil {
 		in.Reasons = []awr.Reason{{Code: r.Code, Detail: reasonDetail(r.Reason, r.Code)}}
@@ -346,4 +351,13 @@ func failedState(prev *state.Observation, err error, now time.Time) *state.Obser
 	next.Status, next.Detail, next.ObservedAt = StatusInternalError, mcpclient.ClipDetail(err.Error()), now
 	next.Span = nextSpan(prev.Span, prev.TargetID, &next, attempt{}, now)
 	return &next
+}
+
+// registryOf is the registry URN t's labels name: its own (a curated
+// target, in histor's namespace) or the crawled registry's.
+func (s *settings) registryOf(t registry.Target) string {
+	if t.Registry != "" {
+		return t.Registry
+	}
+	return s.regURN
 }

@@ -29,10 +29,19 @@ type subject struct {
 
 // buildSubject digests tools and builds the subject descriptor: server name
 // and registry URN (no version, so a version bump with identical tools keeps
-// the subject), artifact transport and endpoint.
+// the subject), artifact transport and endpoint (or, for a package, the
+// package version observed).
 func buildSubject(t registry.Target, registryURN string, tools []any) (*subject, error) {
+	if t.Registry != "" {
+		registryURN = t.Registry // a curated target, in histor's own namespace
+	}
 	server := mtl.Server{Name: t.Name, Registry: registryURN}
 	art := mtl.Artifact{Transport: t.Transport, Endpoint: t.Endpoint}
+	if t.Sandboxed() {
+		// A package is named by the version observed, never by where it
+		// was fetched from.
+		art = mtl.Artifact{Transport: t.Transport, Package: t.Package}
+	}
 	desc, hazard, err := mtl.Build(server, tools, art)
 	var refusal *mtl.Refusal
 	namesOnly := errors.As(err, &refusal) && refusal.Code != mtl.CodeInput

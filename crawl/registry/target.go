@@ -67,7 +67,21 @@ type Target struct {
 	UpdatedAt      time.Time `json:"updatedAt,omitzero"`
 	Skip           string    `json:"skip,omitempty"`     // "" = dial it; else SkipTemplated or SkipOptOut
 	Delisted       bool      `json:"delisted,omitempty"` // set only by Delist
+	// Package is set on a stdio package target (Transport TransportStdio,
+	// Endpoint npm:<name> or pypi:<name>): the version its listing names,
+	// as npm:<name>@<version> or pypi:<name>==<version>. Env holds the names
+	// of the environment variables the listing declares.
+	Package string   `json:"package,omitempty"`
+	Env     []string `json:"env,omitempty"`
+	// Registry is set on a target that is not from the crawled registry
+	// (a curated one): the registry URN its subject names, histor's own
+	// namespace, so a label never claims a listing the server lacks.
+	Registry string `json:"registry,omitempty"`
 }
+
+// Sandboxed reports whether t is a package the sandbox runs rather than an
+// endpoint the crawl dials.
+func (t Target) Sandboxed() bool { return t.Transport == TransportStdio }
 
 // record is one server entry as the registry listed it.
 type record struct {
@@ -79,8 +93,9 @@ type record struct {
 		Repository  struct {
 			URL string `json:"url"`
 		} `json:"repository"`
-		Website string   `json:"websiteUrl"`
-		Remotes []remote `json:"remotes"`
+		Website  string   `json:"websiteUrl"`
+		Remotes  []remote `json:"remotes"`
+		Packages []pkg    `json:"packages"`
 	} `json:"server"`
 	Meta struct {
 		Official struct {
@@ -127,6 +142,7 @@ func (r *record) compact() {
 		kept = append(kept, rm)
 	}
 	s.Remotes = kept
+	s.Packages = compactPackages(s.Packages)
 }
 
 // newer reports whether r should replace old as the record kept for a name:
@@ -168,9 +184,12 @@ func targets(byName map[string]*record, opt *OptOut) []Target {
 
 // recordTargets turns a compacted record's remotes into targets.
 func recordTargets(r *record, opt *OptOut) []Target {
-	out := make([]Target, 0, len(r.Server.Remotes))
+	out := make([]Target, 0, len(r.Server.Remotes)+len(r.Server.Packages))
 	for _, rm := range r.Server.Remotes {
 		out = append(out, newTarget(r, rm.Type, rm.URL, opt))
+	}
+	for _, p := range r.Server.Packages {
+		out = append(out, packageTarget(r, p, opt))
 	}
 	return out
 }

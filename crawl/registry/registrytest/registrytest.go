@@ -32,11 +32,23 @@ type Entry struct {
 	Repository  string
 	Website     string
 	Remotes     []Remote
+	// Packages are sent as packages[] (registryType, identifier, version,
+	// transport, environmentVariables).
+	Packages []Package
 	// Status is active, deprecated or deleted; "" sends active.
 	Status      string
 	IsLatest    bool
 	PublishedAt time.Time
 	UpdatedAt   time.Time
+}
+
+// Package is one packages[] member.
+type Package struct {
+	RegistryType string // npm or pypi (anything else is sent as given)
+	Identifier   string
+	Version      string
+	Transport    string   // "" sends stdio
+	Env          []string // environmentVariables[].name
 }
 
 // Remote is one remotes[] member.
@@ -214,6 +226,22 @@ func wire(e Entry) map[string]any {
 			rs[i] = map[string]any{"type": rm.Type, "url": rm.URL}
 		}
 		server["remotes"] = rs
+	}
+	if len(e.Packages) > 0 {
+		ps := make([]map[string]any, len(e.Packages))
+		for i, p := range e.Packages {
+			tr := p.Transport
+			if tr == "" {
+				tr = "stdio"
+			}
+			env := make([]map[string]any, len(p.Env))
+			for k, n := range p.Env {
+				env[k] = map[string]any{"name": n, "isSecret": true}
+			}
+			ps[i] = map[string]any{"registryType": p.RegistryType, "identifier": p.Identifier,
+				"version": p.Version, "transport": map[string]any{"type": tr}, "environmentVariables": env}
+		}
+		server["packages"] = ps
 	}
 	status := e.Status
 	if status == "" {
