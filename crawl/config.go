@@ -39,6 +39,9 @@ type Config struct {
 	// RegistryOptions bound the harvest (pages, bytes, retries); the crawl
 	// fills in its User-Agent and opt-out list.
 	RegistryOptions registry.Options
+	// Curated, when set, adds its targets the registry does not list (in
+	// histor's own registry namespace); nil observes the registry only.
+	Curated *registry.Curated
 	// Workers is how many observations run at once. Default 12 (HISTOR's).
 	Workers int
 	// PerHost is the most connections to one host name at any moment.

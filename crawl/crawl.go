@@ -208,6 +208,9 @@ func (c *Crawler) run(ctx context.Context) (*Summary, error) {
 			return sum, kerr
 		}
 	}
+	if cur := c.cfg.Curated; cur != nil {
+		res.Targets = append(res.Targets, cur.Beyond(res.Targets)...)
+	}
 	if len(res.Targets) == 0 {
 		sum.finish(c.cfg.Now())
 		return sum, err

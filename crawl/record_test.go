@@ -131,3 +131,40 @@ func descriptorOf(t *testing.T, e *env, l label) map[string]any {
 	t.Fatalf("label %s cites no descriptor", l.id)
 	return nil
 }
+
+// TestCuratedTargetsJoinTheCrawl: curated remotes the registry does not
+// list are crawled under histor's own registry URN; one the registry lists
+// is read from the registry; curated packages are kept for the sandbox.
+func TestCuratedTargetsJoinTheCrawl(t *testing.T) {
+	e := newEnv(t)
+	srv := serve(t, stateless(toolServer(map[string]string{"a": "A tool."})))
+	reg := registrytest.Server(t, []registrytest.Entry{{Name: "io.example/listed", Remotes: []registrytest.Remote{{Type: "streamable-http", URL: srv.URL + "/listed"}}}})
+	// Built by hand: ParseCurated takes https endpoints only, and the
+	// fixture servers speak http.
+	cur := &registry.Curated{Registry: "urn:awr:mtl:1:registry:histor.test/curated"}
+	for _, tg := range []registry.Target{
+		{Name: "curated/one", Endpoint: srv.URL + "/one", Transport: "streamable-http"},
+		{Name: "curated/listed", Endpoint: srv.URL + "/listed", Transport: "streamable-http"},
+		{Name: "npm/x", Endpoint: "npm:x", Transport: "stdio"},
+	} {
+		tg.Registry, tg.ID = cur.Registry, mtl.ServerID(tg.Name, tg.Endpoint)
+		cur.Targets = append(cur.Targets, tg)
+	}
+	c := e.crawler(t, reg.URL, func(cfg *crawl.Config) { cfg.Curated = cur })
+	sum := e.run(t, c)
+	if sum.Targets != 2 {
+		t.Fatalf("crawled %d targets, want the listed one and curated/one", sum.Targets)
+	}
+	regs := map[string]string{}
+	for _, l := range byMethod(e.labels(t), awr.MethodObservation) {
+		regs[l.subject["mcpTrustLabel"].(map[string]any)["server"].(map[string]any)["name"].(string)] =
+			l.subject["mcpTrustLabel"].(map[string]any)["server"].(map[string]any)["registry"].(string)
+	}
+	if regs["curated/one"] != cur.Registry || regs["io.example/listed"] == cur.Registry || len(regs) != 2 {
+		t.Fatalf("observation labels' registries %v", regs)
+	}
+	stored, _ := e.st.Targets()
+	if len(stored) != 3 {
+		t.Fatalf("%d stored targets, want 3 (the curated package kept for the sandbox)", len(stored))
+	}
+}
