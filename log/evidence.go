@@ -7,15 +7,19 @@ const (
 	EvidenceDescriptors = "descriptors"
 	EvidencePatternSets = "pattern-sets"
 	EvidenceRecordSets  = "record-sets"
+	// EvidenceBehaviour holds what a package did in the sandbox: the
+	// observation without its tools (those are a tool set), never a verdict.
+	EvidenceBehaviour = "behaviour"
 )
 
 var evidenceKinds = map[string]bool{
 	EvidenceToolSets: true, EvidenceDescriptors: true, EvidencePatternSets: true, EvidenceRecordSets: true,
+	EvidenceBehaviour: true,
 }
 
 // EvidenceKinds lists every evidence kind the log stores.
 func EvidenceKinds() []string {
-	return []string{EvidenceToolSets, EvidenceDescriptors, EvidencePatternSets, EvidenceRecordSets}
+	return []string{EvidenceToolSets, EvidenceDescriptors, EvidencePatternSets, EvidenceRecordSets, EvidenceBehaviour}
 }
 
 // IsEvidenceKind reports whether kind is one of EvidenceKinds.

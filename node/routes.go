@@ -32,6 +32,7 @@ var routeTable = []Route{
 	{Pattern: "/api/v1/descriptors/{digest...}", Methods: getOnly, serve: evidenceRoute("descriptors")},
 	{Pattern: "/api/v1/pattern-sets/{digest...}", Methods: getOnly, serve: evidenceRoute("pattern-sets")},
 	{Pattern: "/api/v1/record-sets/{digest...}", Methods: getOnly, serve: evidenceRoute("record-sets")},
+	{Pattern: "/api/v1/behaviour/{digest...}", Methods: getOnly, serve: evidenceRoute("behaviour")},
 
 	{Pattern: "/api/v1/servers", Methods: getOnly, serve: (*api).serveServers},
 	{Pattern: "/api/v1/servers/{target_id}", Methods: getOnly, serve: withPathValue("target_id", (*api).serveServer)},
