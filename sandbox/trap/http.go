@@ -48,7 +48,7 @@ func (n *Network) serveHTTP(p *peer, protocol string) {
 		// Drain (bounded) before answering: closing on unread bytes sends a
 		// reset that can destroy the 413 before the client reads it.
 		drained, _ := io.Copy(io.Discard, io.LimitReader(req.Body, smtpDrain))
-		size = max(size, PayloadCap+drained)
+		size = max(size, PayloadCap+1+drained)
 	case err != nil:
 		r.Incomplete = "unparsed"
 	}
@@ -57,10 +57,11 @@ func (n *Network) serveHTTP(p *peer, protocol string) {
 	if truncated {
 		status, answer = http.StatusRequestEntityTooLarge, tooLarge
 	}
+	// Recorded before the answer, so a client that saw it can rely on it.
+	n.addPayload(r, body, size, append(requestHead(req), body...))
 	fmt.Fprintf(p.conn, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
 		status, http.StatusText(status), len(answer))
 	p.conn.Write(answer)
-	n.addPayload(r, body, size, append(requestHead(req), body...))
 }
 
 // requestHead is what of a request besides its body may carry a canary.

@@ -25,9 +25,13 @@ var errLineTooLong = errors.New("line too long")
 func (n *Network) serveSMTP(p *peer) {
 	s := &smtpSession{p: p, r: p.record("smtp"), rcpts: map[string]bool{}}
 	s.reply("220 histor-trap.invalid ESMTP synthetic")
-	s.run()
+	quit := s.run()
 	s.r.Recipients = boundedRecipients(s.rcpts)
+	// Recorded before the goodbye, so a client that saw it can rely on it.
 	n.addPayload(s.r, s.data.Bytes(), s.size, append(s.scan.Bytes(), s.data.Bytes()...))
+	if quit {
+		s.reply("221 bye")
+	}
 }
 
 type smtpSession struct {
@@ -41,12 +45,13 @@ type smtpSession struct {
 
 func (s *smtpSession) reply(line string) { fmt.Fprintf(s.p.conn, "%s\r\n", line) }
 
-func (s *smtpSession) run() {
+// run plays the dialogue; true when it ended with QUIT.
+func (s *smtpSession) run() bool {
 	for range smtpCommands {
 		line, err := readLine(s.p.br, smtpLine)
 		if err != nil {
 			s.fail(err)
-			return
+			return false
 		}
 		s.keepScan(line)
 		verb, arg, _ := strings.Cut(strings.TrimRight(string(line), "\r\n"), " ")
@@ -66,13 +71,12 @@ func (s *smtpSession) run() {
 		case "DATA":
 			s.reply("354 end with <CRLF>.<CRLF>")
 			if !s.readData() {
-				return
+				return false
 			}
 		case "RSET", "NOOP":
 			s.reply("250 OK")
 		case "QUIT":
-			s.reply("221 bye")
-			return
+			return true
 		default:
 			// AUTH and STARTTLS included: unsupported, and the run is told so.
 			s.r.Incomplete = "unsupported-command"
@@ -80,6 +84,7 @@ func (s *smtpSession) run() {
 			s.reply("502 command not implemented")
 		}
 	}
+	return false
 }
 
 // readData reads one message to its final dot. False when the session ends
