@@ -99,7 +99,7 @@ func endpoint(r Record) string {
 }
 
 func (n *Network) add(r Record) {
-	n.pool.metrics.connections.WithLabelValues(r.Protocol).Inc()
+	n.pool.metrics.records.WithLabelValues(r.Protocol).Inc()
 	n.store.add(r)
 }
 

@@ -4,14 +4,14 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // metrics are shared by a Pool's networks. Nil fields are never touched.
 type metrics struct {
-	connections *prometheus.CounterVec // by protocol
-	overloaded  prometheus.Counter
-	handlers    prometheus.Gauge
+	records    *prometheus.CounterVec // by protocol
+	overloaded prometheus.Counter
+	handlers   prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		connections: prometheus.NewCounterVec(prometheus.CounterOpts{
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "histor_trap_records_total", Help: "Records the traps wrote, by protocol.",
 		}, []string{"protocol"}),
 		overloaded: prometheus.NewCounter(prometheus.CounterOpts{
@@ -24,7 +24,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.connections, m.overloaded, m.handlers} {
+	for _, c := range []prometheus.Collector{m.records, m.overloaded, m.handlers} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

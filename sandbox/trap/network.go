@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sync"
@@ -49,6 +50,7 @@ type Network struct {
 	closed bool                  // guarded by mu
 	wg     sync.WaitGroup        // serving goroutines
 
+	created   bool // the namespaces are ours to delete: set before creating them, never when they already existed
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -59,7 +61,7 @@ func (p *Pool) Open(ctx context.Context, id string) (*Network, error) {
 	if !idPattern.MatchString(id) {
 		return nil, fmt.Errorf("opening trap network: bad run id %q", id)
 	}
-	slot, err := p.take()
+	slot, err := p.take(id)
 	if err != nil {
 		return nil, fmt.Errorf("opening trap network %s: %w", id, err)
 	}
@@ -118,6 +120,12 @@ func (n *Network) setup(ctx context.Context) error {
 // createNamespaces makes both namespaces and the veth pair, one end in
 // each, in one ip process: the pair never exists in the root namespace.
 func (n *Network) createNamespaces(ctx context.Context) error {
+	for _, ns := range []string{n.sandboxNS, n.trapNS} {
+		if _, err := os.Stat(filepath.Join(netnsDir, ns)); err == nil {
+			return fmt.Errorf("namespace %s already exists", ns)
+		}
+	}
+	n.created = true
 	batch := fmt.Sprintf("netns add %s\nnetns add %s\nlink add %s netns %s type veth peer name %s netns %s\n",
 		n.sandboxNS, n.trapNS, sandboxIface, n.sandboxNS, trapIface, n.trapNS)
 	return run(ctx, batch, "ip", "-batch", "-")
@@ -220,6 +228,10 @@ func (n *Network) teardown() error {
 		n.udp.Close()
 	}
 	n.wg.Wait()
+	if !n.created {
+		n.pool.give(n.slot, n.id)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	err := errors.Join(deleteNetns(ctx, n.sandboxNS), deleteNetns(ctx, n.trapNS))
@@ -227,7 +239,7 @@ func (n *Network) teardown() error {
 		// Keep the slot: its addresses may still be on a half-deleted link.
 		return fmt.Errorf("closing trap network %s: %w", n.id, err)
 	}
-	n.pool.give(n.slot)
+	n.pool.give(n.slot, n.id)
 	return nil
 }
 

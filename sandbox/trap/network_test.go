@@ -500,6 +500,9 @@ func TestCloseLeavesNothing(t *testing.T) {
 	if _, err := p.Open(context.Background(), "close"); err == nil {
 		t.Error("a second network with the same id opened")
 	}
+	if _, err := os.Stat(n.NetnsPath()); err != nil {
+		t.Errorf("the refused duplicate took the first network's namespace: %v", err)
+	}
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -541,13 +544,19 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func BenchmarkOpenClose(b *testing.B) {
 	needRoot(b)
 	p := newTestPool(b, Config{})
+	var open, closing time.Duration
 	for b.Loop() {
+		start := time.Now()
 		n, err := p.Open(context.Background(), "bench")
 		if err != nil {
 			b.Fatal(err)
 		}
+		mid := time.Now()
 		if err := n.Close(); err != nil {
 			b.Fatal(err)
 		}
+		open, closing = open+mid.Sub(start), closing+time.Since(mid)
 	}
+	b.ReportMetric(open.Seconds()*1000/float64(b.N), "open-ms/op")
+	b.ReportMetric(closing.Seconds()*1000/float64(b.N), "close-ms/op")
 }

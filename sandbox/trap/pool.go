@@ -67,7 +67,8 @@ type Pool struct {
 	metrics *metrics
 
 	mu   sync.Mutex
-	used map[int]bool // slots in use, guarded by mu
+	used map[int]bool    // slots in use, guarded by mu
+	ids  map[string]bool // run ids of open networks, guarded by mu
 }
 
 // NewPool checks cfg, makes the trap CA and writes its certificate.
@@ -86,7 +87,7 @@ func NewPool(cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering trap metrics: %w", err)
 	}
-	return &Pool{cfg: cfg, log: cfg.Logger, ca: ca, metrics: m, used: map[int]bool{}}, nil
+	return &Pool{cfg: cfg, log: cfg.Logger, ca: ca, metrics: m, used: map[int]bool{}, ids: map[string]bool{}}, nil
 }
 
 func (c *Config) fill() error {
@@ -134,22 +135,27 @@ func CAEnv(pathInSandbox string) []string {
 // slots is how many /30s the pool holds.
 func (p *Pool) slots() int { return 1 << (30 - p.cfg.Addresses.Bits()) }
 
-func (p *Pool) take() (int, error) {
+// take reserves a slot for run id.
+func (p *Pool) take(id string) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.ids[id] {
+		return 0, fmt.Errorf("run id %q is open already", id)
+	}
 	for i := range p.slots() {
 		if !p.used[i] {
-			p.used[i] = true
+			p.used[i], p.ids[id] = true, true
 			return i, nil
 		}
 	}
 	return 0, ErrPoolExhausted
 }
 
-func (p *Pool) give(slot int) {
+func (p *Pool) give(slot int, id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.used, slot)
+	delete(p.ids, id)
 }
 
 // ErrPoolExhausted says every /30 of the pool is in use.
