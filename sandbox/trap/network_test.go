@@ -176,7 +176,7 @@ func TestHTTPS(t *testing.T) {
 	}
 	tc := tls.Client(c, &tls.Config{ServerName: "refused.example"})
 	if err := tc.Handshake(); err == nil {
-		t.Fatal("handshake verified without the trap CA")
+		t.Fatal("handshake succeeded without the trap CA")
 	}
 	tc.Close()
 	waitFor(t, func() bool {
