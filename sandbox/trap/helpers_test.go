@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 )
@@ -62,12 +61,6 @@ func dialIn(path, network, addr string) (net.Conn, error) {
 	return c, err
 }
 
-func byProtocol(protocol string) func([]Record) bool {
-	return func(recs []Record) bool {
-		return slices.ContainsFunc(recs, func(r Record) bool { return r.Protocol == protocol })
-	}
-}
-
 func find(recs []Record, protocol string) Record {
 	for _, r := range recs {
 		if r.Protocol == protocol {
@@ -75,10 +68,4 @@ func find(recs []Record, protocol string) Record {
 		}
 	}
 	return Record{}
-}
-
-func contextTimeout(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
