@@ -20,15 +20,17 @@ const maxScriptPackages = 50
 
 // npmInstall installs the verified tarball into dir. npm reads no
 // configuration of the operator's: its user and global config files are
-// one empty file, its cache and HOME are inside work.
+// empty files, its cache and HOME are inside work.
 func (p *Packages) npmInstall(ctx context.Context, tarball, work, dir string) error {
 	home := filepath.Join(work, "home")
-	empty := filepath.Join(home, "npmrc")
-	if err := os.WriteFile(empty, nil, 0o644); err != nil {
-		return fmt.Errorf("preparing the install: %w", err)
+	user, global := filepath.Join(home, "npmrc"), filepath.Join(home, "npmrc-global")
+	for _, f := range []string{user, global} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			return fmt.Errorf("preparing the install: %w", err)
+		}
 	}
 	env := hostEnv(home,
-		"npm_config_userconfig="+empty, "npm_config_globalconfig="+empty,
+		"npm_config_userconfig="+user, "npm_config_globalconfig="+global,
 		"npm_config_cache="+filepath.Join(home, "npm-cache"), "npm_config_registry="+p.cfg.NPMRegistry+"/",
 		"npm_config_update_notifier=false", "npm_config_progress=false")
 	argv := append(slices.Clone(p.cfg.NPMCommand), "install", "--ignore-scripts", "--omit=dev",
