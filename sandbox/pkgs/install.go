@@ -159,9 +159,26 @@ func (p *Packages) run(ctx context.Context, argv, env []string, dir string) erro
 	return fail(sandbox.StatusInstallFailed, err, "%s", Tail(string(bytes.ToValidUTF8(out.b, nil)), TailChars))
 }
 
-// hostEnv is the installers' whole environment: PATH, an empty HOME, and
-// what the caller adds. Nothing of the operator's environment or
-// configuration (tokens, proxies, registry settings) reaches them.
+// hostEnv is the installers' whole environment: PATH, an empty HOME, the
+// host's certificate trust and proxy settings (which the Go client making
+// the other registry requests follows too), and what the caller adds.
+// Nothing else of the operator's environment or configuration (tokens,
+// registry settings) reaches them.
 func hostEnv(home string, extra ...string) []string {
-	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8"}, extra...)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8"}
+	for _, k := range hostTrust {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, extra...)
+}
+
+// hostTrust are the variables that say which certificate authorities and
+// proxies the host uses: without them npm (whose own CA list is Node's
+// bundled one) fails behind a TLS-inspecting proxy with
+// SELF_SIGNED_CERT_IN_CHAIN.
+var hostTrust = []string{
+	"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
+	"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy",
 }

@@ -194,3 +194,24 @@ func TestNPMRealRegistry(t *testing.T) {
 		t.Errorf("the SDK dependency is missing: %v", err)
 	}
 }
+
+// TestInstallTimeout: an installer that outlives InstallTimeout is killed
+// with its whole process group and the record says timeout.
+func TestInstallTimeout(t *testing.T) {
+	reg := pkgstest.NewNPMRegistry(t)
+	reg.Add(pkgstest.NPMPackage{Name: "slow", Version: "1.0.0", Manifest: map[string]any{"bin": "index.js"}, Files: map[string]string{"index.js": serverJS}})
+	p := newPackages(t, pkgs.Config{NPMRegistry: reg.URL, InstallTimeout: 300 * time.Millisecond,
+		NPMCommand: []string{"sh", "-c", "sleep 60 & wait", "installer"}})
+	r, err := resolve(t, p, "npm:slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	in, err := p.Install(context.Background(), r, t.TempDir())
+	if pkgs.StatusOf(err) != "install-failed" || in.Record.Status != "timeout" || !strings.Contains(in.Record.Detail, "timed out") {
+		t.Fatalf("install: %v, record %+v", err, in.Record)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Errorf("install took %s: the sleeping child was not killed", time.Since(start))
+	}
+}

@@ -22,7 +22,11 @@ func (p *Packages) pipInstall(ctx context.Context, wheel, work, dir string) erro
 	env := hostEnv(filepath.Join(work, "home"), "PIP_CONFIG_FILE="+os.DevNull, "PYTHONNOUSERSITE=1", "PYTHONDONTWRITEBYTECODE=1")
 	argv := append(slices.Clone(p.cfg.PipCommand), "install", "--isolated", "--disable-pip-version-check",
 		"--no-cache-dir", "--no-input", "--only-binary=:all:", "--no-compile", "--target", dir,
-		"--index-url", p.cfg.PyPIIndex, "--python-version", p.cfg.PythonVersion, wheel)
+		"--index-url", p.cfg.PyPIIndex, "--python-version", p.cfg.PythonVersion)
+	if ca := os.Getenv("SSL_CERT_FILE"); ca != "" {
+		argv = append(argv, "--cert", ca) // --isolated would ignore it in the environment
+	}
+	argv = append(argv, wheel)
 	return p.run(ctx, argv, env, work)
 }
 
