@@ -207,6 +207,11 @@ func writeAtomic(path string, write func(*os.File) error) error {
 		return err
 	}
 	defer os.Remove(f.Name())
+	// Records are read by whoever runs the sandbox, not only by the builder.
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
 	if err := write(f); err != nil {
 		f.Close()
 		return err
