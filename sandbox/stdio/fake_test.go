@@ -153,6 +153,14 @@ var fakes = map[string]func(*fake){
 			f.next()
 		}
 	},
+	// deaf never reads its stdin and floods the client with requests, so
+	// the client's declines fill the pipe and its writes block.
+	"deaf": func(f *fake) {
+		for i := 0; i < 100000; i++ {
+			f.send(map[string]any{"id": i, "method": "roots/list"})
+		}
+		time.Sleep(time.Hour) // still running, still not reading (only ever run as a process)
+	},
 	"endless": func(f *fake) {
 		line := strings.Repeat("log output that never ends ", 40)
 		for {

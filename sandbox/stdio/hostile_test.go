@@ -24,6 +24,7 @@ func TestHostileProcesses(t *testing.T) {
 		check  func(t *testing.T, r *Result)
 	}{
 		{"silent", sandbox.StatusTimeout, func(t *testing.T, r *Result) { wantIn(t, r.Detail, "initialize") }},
+		{"deaf", sandbox.StatusTimeout, func(t *testing.T, r *Result) { wantIn(t, r.Detail, "initialize") }},
 		{"endless", sandbox.StatusTooLarge, func(t *testing.T, r *Result) {
 			if r.BytesRead < DefaultMaxOutputBytes || r.BytesRead > DefaultMaxOutputBytes+readChunk {
 				t.Errorf("read %d bytes, want just over %d", r.BytesRead, DefaultMaxOutputBytes)
