@@ -28,6 +28,7 @@ type lineReader struct {
 	r        io.Reader
 	buf      []byte // buf[start:] is read but not yet returned
 	start    int
+	scanned  int // buf[start:scanned] holds no newline: search only past it
 	total    int64
 	eof      bool
 	maxLine  int
@@ -43,18 +44,21 @@ func newLineReader(r io.Reader, maxLine int, maxTotal int64) *lineReader {
 func (l *lineReader) next() ([]byte, error) {
 	for {
 		rest := l.buf[l.start:]
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		if j := bytes.IndexByte(l.buf[max(l.scanned, l.start):], '\n'); j >= 0 {
+			i := max(l.scanned, l.start) - l.start + j
 			if i > l.maxLine {
 				return nil, &LimitError{What: "line", Limit: int64(l.maxLine)}
 			}
 			l.start += i + 1
+			l.scanned = l.start
 			return rest[:i], nil
 		}
+		l.scanned = len(l.buf)
 		if len(rest) > l.maxLine {
 			return nil, &LimitError{What: "line", Limit: int64(l.maxLine)}
 		}
 		if l.eof {
-			l.buf, l.start = l.buf[:0], 0
+			l.buf, l.start, l.scanned = l.buf[:0], 0, 0
 			if len(rest) > 0 {
 				return rest, nil
 			}
@@ -68,8 +72,12 @@ func (l *lineReader) next() ([]byte, error) {
 
 // fill compacts the buffer and reads one chunk into it.
 func (l *lineReader) fill() error {
-	n := copy(l.buf, l.buf[l.start:])
-	l.buf, l.start = l.buf[:n], 0
+	if l.start > 0 {
+		k := copy(l.buf, l.buf[l.start:])
+		l.scanned -= l.start
+		l.buf, l.start = l.buf[:k], 0
+	}
+	n := len(l.buf)
 	if cap(l.buf)-n < readChunk {
 		grown := make([]byte, n, 2*cap(l.buf)+readChunk)
 		copy(grown, l.buf)
