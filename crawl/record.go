@@ -9,6 +9,7 @@ import (
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/scan"
 	"github.com/histor-observer/histor/crawl/state"
+	hlog "github.com/histor-observer/histor/log"
 )
 
 // ErrNotPackage refuses a Record of a target that is not a package version.
@@ -20,8 +21,9 @@ var ErrNotPackage = errors.New("not a package target with a version")
 // the subject's artifact, continuity against the target's last observation,
 // a change record when the tool set moved. t must be Sandboxed with Package
 // naming the version observed. Safe to call while a crawl runs: the crawl
-// never processes package targets.
-func (c *Crawler) Record(ctx context.Context, t registry.Target, obs *mcpclient.Observation) (*Summary, error) {
+// never processes package targets. extra is evidence appended with the
+// labels (the run's behaviour record), durable when Record returns.
+func (c *Crawler) Record(ctx context.Context, t registry.Target, obs *mcpclient.Observation, extra ...hlog.Evidence) (*Summary, error) {
 	if !t.Sandboxed() || t.Package == "" {
 		return nil, fmt.Errorf("recording %s: %w", t.ID, ErrNotPackage)
 	}
@@ -42,6 +44,7 @@ func (c *Crawler) Record(ctx context.Context, t registry.Target, obs *mcpclient.
 	job := &crawlJob{c: c, set: c.settings(scan.NewNameIndex(names)), prev: byID}
 	sum := newSummary(c.now())
 	p := job.process(t, obs)
+	p.evidence = append(p.evidence, extra...)
 	if err := c.appendAll(ctx, []*prepared{p}, true); err != nil {
 		return nil, fmt.Errorf("appending labels of %s: %w", t.ID, err)
 	}
