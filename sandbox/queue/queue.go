@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,6 +128,12 @@ func (q *Queue) serverOptions(nodeKey string) (*server.Options, error) {
 	if c.TLS != nil {
 		opts.TLSTimeout = 2
 	}
+	if c.TLSVerify {
+		// The server reads TLSVerify only when it builds the TLS config
+		// itself; a config handed in must ask for the certificate.
+		opts.TLSConfig = c.TLS.Clone()
+		opts.TLSConfig.ClientAuth = tls.RequireAndVerifyClientCert
+	}
 	for _, w := range c.Workers {
 		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: w, Permissions: workerPermissions(w)})
 	}
@@ -233,11 +240,7 @@ func (q *Queue) ClientURL() string {
 	if len(q.cfg.Workers) == 0 {
 		return ""
 	}
-	u := q.srv.ClientURL()
-	if q.cfg.TLS != nil {
-		u = "tls" + u[len("nats"):]
-	}
-	return u
+	return q.srv.ClientURL() // tls:// when TLS is required
 }
 
 // Enqueue queues job, first recording it as pending so its result can be
