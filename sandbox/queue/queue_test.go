@@ -102,10 +102,13 @@ func observation(target string, status sandbox.Status) json.RawMessage {
 type node struct {
 	q     *Queue
 	cfg   Config
-	seeds []string        // seed files, one per worker key
-	got   chan Result     // what the handler accepted, in order
+	seeds []string    // seed files, one per worker key
+	got   chan Result // what the handler accepted, in order
 	reg   *prometheus.Registry
 	stop  func()
+	// failPoisoned is how many poisoned results the handler fails on
+	// before it takes one.
+	failPoisoned atomic.Int32
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -134,6 +137,15 @@ func baseConfig(t testing.TB, n int) (Config, []string) {
 // startNode opens cfg's queue and runs it with a handler that records.
 func startNode(t testing.TB, cfg Config, seeds []string) *node {
 	t.Helper()
+	n := openNode(t, cfg, seeds)
+	n.run(t)
+	return n
+}
+
+// openNode opens cfg's queue without running it: jobs flow, but no result
+// or advisory is read.
+func openNode(t testing.TB, cfg Config, seeds []string) *node {
+	t.Helper()
 	n := &node{cfg: cfg, seeds: seeds, got: make(chan Result, 100), reg: prometheus.NewRegistry()}
 	cfg.Registry = n.reg
 	q, err := Open(context.Background(), cfg)
@@ -141,17 +153,29 @@ func startNode(t testing.TB, cfg Config, seeds []string) *node {
 		t.Fatal(err)
 	}
 	n.q = q
+	n.stop = onlyOnce(func() { q.Close() })
+	t.Cleanup(func() { n.stop() })
+	return n
+}
+
+func (n *node) run(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := q.Run(ctx, func(_ context.Context, r Result) error { n.got <- r; return nil }); err != nil {
+		if err := n.q.Run(ctx, n.handle); err != nil {
 			t.Error(err)
 		}
 	}()
-	n.stop = onlyOnce(func() { cancel(); <-done; q.Close() })
-	t.Cleanup(n.stop)
-	return n
+	n.stop = onlyOnce(func() { cancel(); <-done; n.q.Close() })
+}
+
+func (n *node) handle(_ context.Context, r Result) error {
+	if r.Poisoned() && n.failPoisoned.Add(-1) >= 0 {
+		return errors.New("store unavailable")
+	}
+	n.got <- r
+	return nil
 }
 
 // onlyOnce makes f safe to call twice.
@@ -397,6 +421,41 @@ func TestPoisonedObserveFails(t *testing.T) {
 	}
 }
 
+// TestPoisonedSweep: the handler fails on the advisory's poisoned result,
+// so only the sweep can record it.
+func TestPoisonedSweep(t *testing.T) {
+	cfg, seeds := baseConfig(t, 1)
+	n := startNode(t, cfg, seeds)
+	n.failPoisoned.Store(1)
+	n.worker(t, seeds[0], func(context.Context, Job) (Result, error) {
+		return Result{}, errors.New("sandbox unavailable")
+	}, nil)
+	job := n.enqueue(t, "npm:sweep-me@1.0.0")
+	checkPoisoned(t, n, job)
+	if n.failPoisoned.Load() >= 0 {
+		t.Fatal("the handler never failed: the sweep went untested")
+	}
+}
+
+// TestPoisonedWhileAway: the job runs out of deliveries before the node
+// reads anything, so the advisory is lost and the first sweep records it.
+func TestPoisonedWhileAway(t *testing.T) {
+	cfg, seeds := baseConfig(t, 1)
+	n := openNode(t, cfg, seeds)
+	var calls atomic.Int32
+	n.worker(t, seeds[0], func(context.Context, Job) (Result, error) {
+		calls.Add(1)
+		return Result{}, errors.New("sandbox unavailable")
+	}, nil)
+	job := n.enqueue(t, "npm:unread@1.0.0")
+	eventually(t, "deliveries exhausted", func() bool {
+		ci, err := n.q.workers.Info(context.Background())
+		return err == nil && calls.Load() == int32(DefaultMaxDeliver) && ci.NumAckPending == 0
+	})
+	n.run(t)
+	checkPoisoned(t, n, job)
+}
+
 func checkPoisoned(t *testing.T, n *node, job Job) {
 	t.Helper()
 	r := n.next(t)
@@ -496,6 +555,9 @@ func TestPoisonedWorkerDies(t *testing.T) {
 		}
 		p.cmd.Wait()
 	}
+	// The server notices the last delivery ran out only when a worker
+	// asks for more work, as a running pool always does.
+	startProcess(t, "ok", n.q.ClientURL(), seeds[0])
 	checkPoisoned(t, n, job)
 }
 

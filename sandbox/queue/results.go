@@ -46,7 +46,8 @@ func (q *Queue) Run(ctx context.Context, h Handler) error {
 		return fmt.Errorf("consuming results: %w", err)
 	}
 	defer cc.Stop()
-	q.sweep(ctx, serial) // what ran out of deliveries while the node was away
+	retry := map[uint64]int{}   // stream sequence → deliveries, of poisoned jobs not yet recorded
+	q.sweep(ctx, retry, serial) // what ran out of deliveries while the node was away
 	t := time.NewTicker(q.cfg.SweepEvery)
 	defer t.Stop()
 	for {
@@ -54,9 +55,11 @@ func (q *Queue) Run(ctx context.Context, h Handler) error {
 		case <-ctx.Done():
 			return nil
 		case m := <-adv:
-			q.advisory(ctx, m, serial)
+			if seq, d, ok := q.advisory(m); ok && !q.poison(ctx, seq, d, serial) {
+				retry[seq] = d
+			}
 		case <-t.C:
-			q.sweep(ctx, serial)
+			q.sweep(ctx, retry, serial)
 		}
 	}
 }
@@ -174,8 +177,8 @@ func checkObservation(raw json.RawMessage, target string) error {
 	return nil
 }
 
-// advisory handles one max-delivery advisory for the jobs consumer.
-func (q *Queue) advisory(ctx context.Context, m *nats.Msg, h Handler) {
+// advisory reads one max-delivery advisory for the jobs consumer.
+func (q *Queue) advisory(m *nats.Msg) (seq uint64, deliveries int, ok bool) {
 	var a struct {
 		Stream     string `json:"stream"`
 		Consumer   string `json:"consumer"`
@@ -184,21 +187,32 @@ func (q *Queue) advisory(ctx context.Context, m *nats.Msg, h Handler) {
 	}
 	if err := json.Unmarshal(m.Data, &a); err != nil || a.Stream != JobsStream || a.Consumer != JobsConsumer {
 		q.log.Warn("ignoring a max-delivery advisory", "data", string(m.Data))
-		return
+		return 0, 0, false
 	}
-	q.poison(ctx, a.StreamSeq, a.Deliveries, h)
+	return a.StreamSeq, a.Deliveries, true
 }
 
 // maxSweep bounds one sweep's look-ups.
 const maxSweep = 1024
 
-// sweep records every job that ran out of deliveries without the node
-// hearing the advisory (it is not persisted): on a work-queue stream, a
-// message still there at or below the consumer's ack floor is one.
-func (q *Queue) sweep(ctx context.Context, h Handler) {
+// sweep retries the poisoned jobs the handler failed on, then looks for
+// jobs that ran out of deliveries without the node hearing the advisory
+// (advisories are not stored). Exhausted messages stay in the stream but
+// leave the consumer's ack-pending set, so when nothing is ack-pending,
+// every message at or below the last delivered sequence is one. Under
+// constant load that moment may be late; the advisory is the fast path.
+func (q *Queue) sweep(ctx context.Context, retry map[uint64]int, h Handler) {
+	for seq, d := range retry {
+		if q.poison(ctx, seq, d, h) {
+			delete(retry, seq)
+		}
+	}
 	ci, err := q.workers.Info(ctx)
 	if err != nil {
 		q.log.Warn("sweeping for poisoned jobs: reading the jobs consumer", "err", err)
+		return
+	}
+	if ci.NumAckPending != 0 {
 		return
 	}
 	si, err := q.jobs.Info(ctx)
@@ -206,35 +220,40 @@ func (q *Queue) sweep(ctx context.Context, h Handler) {
 		q.log.Warn("sweeping for poisoned jobs: reading the jobs stream", "err", err)
 		return
 	}
-	floor := ci.AckFloor.Stream
-	for seq, n := si.State.FirstSeq, 0; seq <= floor && n < maxSweep && si.State.Msgs > 0; seq, n = seq+1, n+1 {
-		q.poison(ctx, seq, q.cfg.MaxDeliver, h)
+	last := ci.Delivered.Stream
+	for seq, n := si.State.FirstSeq, 0; seq <= last && n < maxSweep && si.State.Msgs > 0; seq, n = seq+1, n+1 {
+		if _, ok := retry[seq]; !ok && !q.poison(ctx, seq, q.cfg.MaxDeliver, h) {
+			retry[seq] = q.cfg.MaxDeliver
+		}
 	}
 }
 
 // poison records the job at stream sequence seq as poisoned, then deletes
-// it from the stream. A job already gone is left alone.
-func (q *Queue) poison(ctx context.Context, seq uint64, deliveries int, h Handler) {
+// it from the stream. A job already gone is left alone. It reports false
+// when it should be tried again.
+func (q *Queue) poison(ctx context.Context, seq uint64, deliveries int, h Handler) bool {
 	raw, err := q.jobs.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return
+		return true
 	}
 	if err != nil {
 		q.log.Warn("reading a poisoned job", "seq", seq, "err", err)
-		return
+		return false
 	}
 	var job Job
 	if err := json.Unmarshal(raw.Data, &job); err == nil {
 		if _, err = q.pendingJob(ctx, job.ID); err == nil {
 			if err := q.recordPoisoned(ctx, job, deliveries, h); err != nil {
 				q.log.Warn("recording a poisoned job; trying again on the next sweep", "job", job.ID, "err", err)
-				return
+				return false
 			}
 		}
 	}
 	if err := q.jobs.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 		q.log.Warn("deleting a poisoned job", "seq", seq, "err", err)
+		return false
 	}
+	return true
 }
 
 func (q *Queue) recordPoisoned(ctx context.Context, job Job, deliveries int, h Handler) error {
