@@ -728,7 +728,7 @@ func TestSplitTarget(t *testing.T) {
 	}
 }
 
-// refusedPermissions: a worker's key reaches nothing but its own work.
+// TestWorkerPermissions: a worker's key reaches nothing but its own work.
 func TestWorkerPermissions(t *testing.T) {
 	cfg, seeds := baseConfig(t, 1)
 	n := startNode(t, cfg, seeds)
@@ -743,7 +743,82 @@ func TestWorkerPermissions(t *testing.T) {
 	if _, err := js.Stream(ctx, JobsStream); err == nil {
 		t.Error("a worker read the jobs stream's info")
 	}
-	if _, err := server.NewServer(&server.Options{}); err != nil { // keeps the import honest for BenchmarkQueue
-		t.Fatal(err)
+}
+
+// BenchmarkQueue measures one job at a time through the queue (Enqueue →
+// worker over loopback with a no-op Observe → result checked and handled)
+// beside a bare JetStream publish + fetch + ack of a job-sized payload on
+// the same kind of embedded server.
+func BenchmarkQueue(b *testing.B) {
+	b.Run("queue", func(b *testing.B) {
+		cfg, seeds := baseConfig(b, 1)
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		n := startNode(b, cfg, seeds)
+		n.worker(b, seeds[0], okObserve, nil)
+		ctx := context.Background()
+		for i := 0; b.Loop(); i++ {
+			job, _ := NewJob(fmt.Sprintf("npm:bench@1.0.%d", i), sandbox.DefaultLimits(), time.Now())
+			if err := n.q.Enqueue(ctx, job); err != nil {
+				b.Fatal(err)
+			}
+			if r := n.next(b); r.JobID != job.ID {
+				b.Fatalf("result for %s, want %s", r.JobID, job.ID)
+			}
+		}
+	})
+	b.Run("bare", func(b *testing.B) {
+		job, _ := NewJob("npm:bench@1.0.0", sandbox.DefaultLimits(), time.Now())
+		payload, _ := json.Marshal(job)
+		pub, cons := bareJetStream(b)
+		ctx := context.Background()
+		for b.Loop() {
+			if _, err := pub.Publish(ctx, "bare", payload); err != nil {
+				b.Fatal(err)
+			}
+			batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for m := range batch.Messages() {
+				if err := m.DoubleAck(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
+// bareJetStream is an embedded server like the queue's, a publisher
+// in-process (as the node) and a pull consumer over loopback (as a worker).
+func bareJetStream(b *testing.B) (jetstream.JetStream, jetstream.Consumer) {
+	s, err := startServer(&server.Options{JetStream: true, StoreDir: b.TempDir(), NoSigs: true,
+		Host: "127.0.0.1", Port: server.RANDOM_PORT}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
 	}
+	b.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	connect := func(opts ...nats.Option) jetstream.JetStream {
+		nc, err := nats.Connect(s.ClientURL(), opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(nc.Close)
+		js, _ := jetstream.New(nc)
+		return js
+	}
+	pub := connect(nats.InProcessServer(s))
+	ctx := context.Background()
+	if _, err := pub.CreateStream(ctx, jetstream.StreamConfig{Name: "BARE", Subjects: []string{"bare"},
+		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pub.CreateOrUpdateConsumer(ctx, "BARE", jetstream.ConsumerConfig{Durable: "w",
+		AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		b.Fatal(err)
+	}
+	cons, err := connect().Consumer(ctx, "BARE", "w")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pub, cons
 }
