@@ -289,6 +289,33 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
+// TestLongJobBeats: a job running three ack deadlines long stays with its
+// worker because the worker beats, and is delivered once.
+func TestLongJobBeats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a job for three ack deadlines")
+	}
+	cfg, seeds := baseConfig(t, 1)
+	n := startNode(t, cfg, seeds)
+	var calls atomic.Int32
+	n.worker(t, seeds[0], func(ctx context.Context, job Job) (Result, error) {
+		calls.Add(1)
+		select { // the job's own run time, which the beats must cover
+		case <-time.After(3 * cfg.AckWait):
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		}
+		return okObserve(ctx, job)
+	}, nil)
+	job := n.enqueue(t, "npm:long@1.0.0")
+	r := n.next(t)
+	checkAccepted(t, r, job)
+	if r.Deliveries != 1 || calls.Load() != 1 {
+		t.Fatalf("delivery %d, %d runs; want 1 and 1", r.Deliveries, calls.Load())
+	}
+	n.idle(t)
+}
+
 func TestDuplicate(t *testing.T) {
 	cfg, seeds := baseConfig(t, 1)
 	n := startNode(t, cfg, seeds)

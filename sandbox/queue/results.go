@@ -45,7 +45,7 @@ func (q *Queue) Run(ctx context.Context, h Handler) error {
 	if err != nil {
 		return fmt.Errorf("consuming results: %w", err)
 	}
-	defer cc.Stop()
+	defer func() { cc.Stop(); <-cc.Closed() }()
 	retry := map[uint64]int{}   // stream sequence → deliveries, of poisoned jobs not yet recorded
 	q.sweep(ctx, retry, serial) // what ran out of deliveries while the node was away
 	t := time.NewTicker(q.cfg.SweepEvery)
