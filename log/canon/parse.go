@@ -426,3 +426,8 @@ func (p *parser) lowSurrogate() (rune, bool) {
 	p.pos = save
 	return 0, false
 }
+
+// MarshalJSON writes the literal as it was sent, so a tool set decoded with
+// ParseDeferringNumbers survives encoding/json (a worker's observation on
+// its way to the node) byte for byte and still reads MTL-NUM-001 there.
+func (r RefusedNumber) MarshalJSON() ([]byte, error) { return []byte(r.Literal), nil }
