@@ -152,3 +152,9 @@ func shortDigest(s string) string {
 	}
 	return s[:20] + "…"
 }
+
+// StyleSheet is the desk's style sheet, as every page carries it.
+func StyleSheet() (string, error) {
+	b, err := files.ReadFile("desk.css")
+	return string(b), err
+}
