@@ -106,8 +106,11 @@ func (c *compiledRoute) add(method string, rt *Route) {
 // parsePattern splits a pattern into segments; a malformed one is a bug in
 // the table, found by the first test that loads the package.
 func parsePattern(p string) []segment {
-	if !strings.HasPrefix(p, "/") || p == "/" {
-		panic("node: route pattern " + p + " must start with / and name a path")
+	if p == "/" {
+		return nil // the root only (match)
+	}
+	if !strings.HasPrefix(p, "/") {
+		panic("node: route pattern " + p + " must start with /")
 	}
 	parts := strings.Split(p[1:], "/")
 	segs := make([]segment, len(parts))
@@ -144,6 +147,9 @@ type pathParams struct {
 // match reports whether path is one of c's, collecting its variables.
 func (c *compiledRoute) match(path string, ps *pathParams) bool {
 	ps.n = 0
+	if len(c.segs) == 0 {
+		return path == "/"
+	}
 	if !strings.HasPrefix(path, "/") {
 		return false
 	}

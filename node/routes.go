@@ -57,6 +57,16 @@ var routeTable = []Route{
 	{Pattern: "/{origin_hash}/checkpoint", Methods: getOnly, serve: (*api).serveWitness},
 	{Pattern: "/api/v1/evidence", Methods: getOnly, serve: (*api).serveEvidenceList},
 	{Pattern: "/api/v1/evidence/{id}", Methods: getOnly, serve: withPathValue("id", (*api).serveEvidenceBundle)},
+
+	// The desk: HTML pages for people (node/desk, desk_*.go).
+	{Pattern: "/", Methods: getOnly, serve: (*api).serveDeskServers},
+	{Pattern: "/servers", Methods: getOnly, serve: (*api).serveDeskServers},
+	{Pattern: "/s/{target_id}", Methods: getOnly, serve: withPathValue("target_id", (*api).serveDeskServer)},
+	{Pattern: "/changes", Methods: getOnly, serve: (*api).serveDeskChanges},
+	{Pattern: "/changes/{change_id}", Methods: getOnly, serve: withPathValue("change_id", (*api).serveDeskChange)},
+	{Pattern: "/check", Methods: []string{http.MethodGet, http.MethodPost}, serve: (*api).serveDeskCheck},
+	{Pattern: "/network", Methods: getOnly, serve: (*api).serveDeskNetwork},
+	{Pattern: "/about", Methods: getOnly, serve: (*api).serveDeskAbout},
 }
 
 // serveLabelRoute hands a label path to routeLabel, which tells a label

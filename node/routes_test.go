@@ -97,7 +97,7 @@ func TestRoutes(t *testing.T) {
 		{"/log/tile/entries/2", 400, "application/json", ""},
 		{"/log/tile", 404, "application/json", ""},
 		{"/log/", 404, "application/json", ""},
-		{"/", 404, "application/json", ""},
+		{"/", 200, "text/html; charset=utf-8", "no-cache"}, // the desk
 	}
 	for _, c := range cases {
 		resp, body := tn.get(t, c.path)

@@ -1,0 +1,18 @@
+// Package desk renders the node's desk: the HTML pages people read in a
+// browser (servers, a server, changes, check, network, about, and the log
+// page a later file adds). Pages are html/template files and one style
+// sheet embedded with go:embed, so the binary needs no build step and no
+// page needs JavaScript to be read.
+//
+// The package holds only the templates, the view-model types they read
+// and the functions that render them; the node's handlers fill the view
+// models from its own read model (node/catalog, the peer view, the
+// witness), never over HTTP. Every page shares one layout: a skip link,
+// the header navigation, <main> and a footer with the log's origin and
+// head size.
+//
+// Words: what a page says is what was observed and when. No page may call
+// a server safe, secure, audited, certified, approved, trusted or
+// verified, and a change is shown in amber, never red; the tests render
+// every page with log/awr's ForbiddenWord.
+package desk

@@ -1,0 +1,132 @@
+package node
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/node/desk"
+)
+
+// serveDeskChanges renders /changes?before=: the changes, newest first,
+// a page of defaultChangesLimit at a time.
+func (a *api) serveDeskChanges(w http.ResponseWriter, r *http.Request) {
+	rd := a.read.Load()
+	if rd == nil {
+		a.renderDesk(w, r, http.StatusServiceUnavailable, "notfound", "Changes", "changes", "This node serves no crawl state yet.")
+		return
+	}
+	before := uintParam{name: "before"}
+	if err := readUints(r.URL.RawQuery, &before); err != nil || before.value > 1<<62 {
+		a.renderDesk(w, r, http.StatusBadRequest, "notfound", "Changes", "changes", "before must be a change id.")
+		return
+	}
+	cs, err := rd.Catalog.Changes(int64(before.value), defaultChangesLimit)
+	if err != nil {
+		a.internal(w, r, "listing changes", err)
+		return
+	}
+	rows := changeRows(rd.Catalog, cs)
+	v := &desk.ChangesView{Changes: convertAll(rows, deskChange)}
+	if n := len(cs); n == defaultChangesLimit && cs[n-1].Seq > 1 {
+		v.NextURL = "/changes?before=" + strconv.FormatInt(cs[n-1].Seq, 10)
+	}
+	a.renderDesk(w, r, http.StatusOK, "changes", "Changes", "changes", v)
+}
+
+// serveDeskChange renders /changes/<id>: one change and its diff.
+func (a *api) serveDeskChange(w http.ResponseWriter, r *http.Request, id string) {
+	rd := a.read.Load()
+	seq, ok := state.ParseSeq(id)
+	if rd == nil || !ok {
+		a.deskNotFound(w, r, "This observer has no change with that id.")
+		return
+	}
+	ch, err := rd.Catalog.Change(seq)
+	if err != nil {
+		a.internal(w, r, "reading change", err)
+		return
+	}
+	if ch == nil {
+		a.deskNotFound(w, r, "This observer has no change with that id.")
+		return
+	}
+	row := toChangeRow(rd.Catalog, ch)
+	c := deskChange(&row)
+	a.renderDesk(w, r, http.StatusOK, "change", "Change of "+c.Name, "changes", &desk.ChangeView{Change: c})
+}
+
+// changeSummary is the stored summary of a change, as crawl/diff writes it.
+type changeSummary struct {
+	Added    []string `json:"added"`
+	Removed  []string `json:"removed"`
+	Modified []struct {
+		Tool   string                     `json:"tool"`
+		Fields map[string]json.RawMessage `json:"fields"`
+	} `json:"modified"`
+	Detail       string   `json:"detail"`
+	NewAddresses []string `json:"newAddresses"`
+	Renamed      []struct {
+		From string `json:"from"`
+		To   string `json:"to"`
+	} `json:"renamed"`
+	SerializationOnly bool `json:"serializationOnly"`
+}
+
+func deskChange(row *changeRow) desk.Change {
+	c := desk.Change{ID: row.ID, URL: "/changes/" + strconv.FormatInt(row.ID, 10), ServerID: row.TargetID,
+		Name: row.Name, ObservedAt: row.ObservedAt, FromToolSet: deref(row.FromToolset), ToToolSet: deref(row.ToToolset)}
+	if row.LabelID != nil {
+		c.LabelID, c.LabelURL = *row.LabelID, "/api/v1/labels/"+*row.LabelID
+	}
+	var s changeSummary
+	if json.Unmarshal(row.Summary, &s) != nil {
+		return c // a summary that does not read leaves the digests only
+	}
+	c.Added, c.Removed, c.NewAddresses = s.Added, s.Removed, s.NewAddresses
+	c.NamesOnly, c.SerializationOnly = s.Detail == "names-only", s.SerializationOnly
+	for _, rn := range s.Renamed {
+		c.Renamed = append(c.Renamed, rn.From+" → "+rn.To)
+	}
+	for _, m := range s.Modified {
+		c.Modified = append(c.Modified, desk.ToolDiff{Tool: m.Tool, Fields: fieldDiffs(m.Fields)})
+	}
+	return c
+}
+
+// fieldDiffs reads one tool's changed members: a word diff ([[op, text]…])
+// for text, a path list for JSON members; by member name.
+func fieldDiffs(fields map[string]json.RawMessage) []desk.FieldDiff {
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	out := make([]desk.FieldDiff, 0, len(names))
+	for _, name := range names {
+		f := desk.FieldDiff{Field: name}
+		var words [][2]string
+		if json.Unmarshal(fields[name], &words) == nil {
+			for _, w := range words {
+				f.Words = append(f.Words, desk.WordRun{Op: w[0], Text: w[1]})
+			}
+		} else {
+			var paths []json.RawMessage
+			json.Unmarshal(fields[name], &paths) // unreadable: no paths shown
+			for _, p := range paths {
+				f.Paths = append(f.Paths, string(p))
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

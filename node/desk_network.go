@@ -1,0 +1,88 @@
+package node
+
+import (
+	"bytes"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/desk"
+)
+
+// serveDeskNetwork renders /network: this observer and the others it
+// checked, their heads and cosigners, and the evidence it holds.
+func (a *api) serveDeskNetwork(w http.ResponseWriter, r *http.Request) {
+	v, err := a.networkView()
+	if err != nil {
+		a.internal(w, r, "reading the network", err)
+		return
+	}
+	a.renderDesk(w, r, http.StatusOK, "network", "Network", "network", v)
+}
+
+func (a *api) networkView() (*desk.NetworkView, error) {
+	head := a.log.Latest()
+	v := &desk.NetworkView{Self: desk.NetworkObserver{Origin: checkpointOrigin(head.Checkpoint)}}
+	if head.STH != nil {
+		v.Self.HeadSize, v.Self.HeadTime = head.Size, catalog.FormatTime(head.Time)
+	}
+	f := a.fed
+	if f == nil {
+		return v, nil
+	}
+	v.Self.DID = f.self
+	v.Self.Cosigners = cosigners(f.cosignedCheckpoint(head), v.Self.Origin)
+	if f.wit != nil {
+		list, err := f.wit.ListEvidence()
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range list[:min(len(list), maxEvidenceList)] {
+			v.Evidence = append(v.Evidence, desk.Evidence{ID: e.ID, Origin: e.Origin, Kind: e.Kind.String(),
+				Seen: e.Seen.UTC().Format(time.RFC3339), URL: "/api/v1/evidence/" + e.ID})
+		}
+		for _, o := range f.wit.Logs() {
+			if o != v.Self.Origin {
+				v.Witnessed = append(v.Witnessed, o)
+			}
+		}
+	}
+	v.Observers = f.checkedObservers(v.Evidence)
+	return v, nil
+}
+
+// checkedObservers are the peers whose heads this node checked, by did,
+// each marked forked when evidence names its origin.
+func (f *federation) checkedObservers(ev []desk.Evidence) []desk.NetworkObserver {
+	f.cmu.Lock()
+	out := make([]desk.NetworkObserver, 0, len(f.checked))
+	for did, h := range f.checked {
+		o := desk.NetworkObserver{DID: did, Origin: h.Checkpoint.Origin, HeadSize: h.STH.TreeSize,
+			HeadTime: catalog.FormatTime(h.STH.Time), Cosigners: slices.Clone(h.Cosigners)}
+		o.Forked = slices.ContainsFunc(ev, func(e desk.Evidence) bool { return e.Origin == o.Origin })
+		out = append(out, o)
+	}
+	f.cmu.Unlock()
+	slices.SortFunc(out, func(a, b desk.NetworkObserver) int { return strings.Compare(a.DID, b.DID) })
+	return out
+}
+
+// cosigners are the names on a signed note's signature lines but the log's
+// own: the witnesses whose cosignatures it carries.
+func cosigners(note []byte, origin string) []string {
+	_, sigs, ok := bytes.Cut(note, []byte("\n\n"))
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(sigs), "\n") {
+		rest, ok := strings.CutPrefix(line, "— ")
+		name, _, _ := strings.Cut(rest, " ")
+		if ok && name != origin && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,48 @@
+package node
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/desk"
+)
+
+// deskPages are the desk's parsed templates; they are part of the binary,
+// so they are parsed once, and a template that does not parse fails every
+// test of this package.
+var deskPages = desk.MustLoad()
+
+// renderDesk answers one desk page: the layout filled from the log's
+// latest head, the page's own view model as data.
+func (a *api) renderDesk(w http.ResponseWriter, r *http.Request, status int, name, title, nav string, data any) {
+	p := desk.Page{Title: title, Nav: nav, Data: data}
+	head := a.log.Latest()
+	p.Origin = checkpointOrigin(head.Checkpoint)
+	if head.STH != nil {
+		p.HeadSize, p.HeadTime = head.Size, catalog.FormatTime(head.Time)
+	}
+	var buf bytes.Buffer
+	if err := deskPages.Render(&buf, name, p); err != nil {
+		a.internal(w, r, "rendering "+name+" page", err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	// The pages run no script and load nothing from elsewhere.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// checkpointOrigin is the first line of a checkpoint note, its origin.
+func checkpointOrigin(cp []byte) string {
+	line, _, _ := bytes.Cut(cp, []byte("\n"))
+	return string(line)
+}
+
+// deskNotFound answers a desk page for something that is not there.
+func (a *api) deskNotFound(w http.ResponseWriter, r *http.Request, what string) {
+	a.renderDesk(w, r, http.StatusNotFound, "notfound", "Not found", "", what)
+}

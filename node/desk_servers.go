@@ -1,0 +1,241 @@
+package node
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/histor-observer/histor/log/canon"
+	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/desk"
+)
+
+// deskStates are the filters of the servers list, the JSON API's, in words.
+var deskStates = []desk.Option{
+	{Value: "all", Label: "All servers"},
+	{Value: "pinned", Label: "With a tool set on record"},
+	{Value: "changed", Label: "Changed at least once"},
+	{Value: "flagged", Label: "With pattern matches"},
+	{Value: "unobserved", Label: "No tool set on record"},
+	{Value: stateSplitName, Label: "Split: observers disagree"},
+}
+
+// serveDeskServers renders / and /servers: the servers list, searched and
+// filtered as /api/v1/servers is.
+func (a *api) serveDeskServers(w http.ResponseWriter, r *http.Request) {
+	rd := a.read.Load()
+	v := &desk.ServersView{State: "all", States: statesFor("all")}
+	if rd == nil {
+		// The home page of a node that only witnesses: an empty list, said so.
+		v.Error = "This node serves no crawl state, so it lists no servers."
+		a.renderDesk(w, r, http.StatusOK, "servers", "Servers", "servers", v)
+		return
+	}
+	q, st, limit, offset, err := serversQuery(r.URL.RawQuery)
+	v.Query = r.URL.Query().Get("q")
+	if s := r.URL.Query().Get("state"); s != "" {
+		v.State = s
+	}
+	v.States = statesFor(v.State)
+	if err != nil {
+		v.Error = err.Error()
+		a.renderDesk(w, r, http.StatusBadRequest, "servers", "Servers", "servers", v)
+		return
+	}
+	var page []*catalog.Server
+	if st == stateSplit {
+		v.Total, page = a.splitServers(rd.Catalog, q, int(limit), int(offset))
+	} else {
+		v.Total, page = rd.Catalog.Search(q, st, int(limit), int(offset))
+	}
+	now := rd.now()
+	v.Rows = make([]desk.ServerRow, len(page))
+	for i, s := range page {
+		v.Rows[i] = serverRow(s, now)
+	}
+	if len(page) > 0 {
+		v.From, v.To = int(offset)+1, int(offset)+len(page)
+	}
+	v.PrevURL, v.NextURL = pageLinks(q, v.State, int(limit), int(offset), v.Total)
+	a.renderDesk(w, r, http.StatusOK, "servers", "Servers", "servers", v)
+}
+
+func statesFor(selected string) []desk.Option {
+	out := make([]desk.Option, len(deskStates))
+	for i, o := range deskStates {
+		o.Selected = o.Value == selected
+		out[i] = o
+	}
+	return out
+}
+
+// pageLinks are the previous and next pages of a list, "" at its ends.
+func pageLinks(q, state string, limit, offset, total int) (prev, next string) {
+	link := func(off int) string {
+		v := url.Values{}
+		if q != "" {
+			v.Set("q", q)
+		}
+		if state != "" && state != "all" {
+			v.Set("state", state)
+		}
+		if limit != defaultServersLimit {
+			v.Set("limit", strconv.Itoa(limit))
+		}
+		if off > 0 {
+			v.Set("offset", strconv.Itoa(off))
+		}
+		if len(v) == 0 {
+			return "/servers"
+		}
+		return "/servers?" + v.Encode()
+	}
+	if offset > 0 {
+		prev = link(max(0, offset-limit))
+	}
+	if offset+limit < total {
+		next = link(offset + limit)
+	}
+	return prev, next
+}
+
+// serverRow is one server as the list shows it.
+func serverRow(s *catalog.Server, now time.Time) desk.ServerRow {
+	msg, state := badgeState(s, now)
+	row := desk.ServerRow{ID: s.ID, Name: s.Name, Title: s.Title, Endpoint: s.Endpoint, State: state,
+		StateText: msg, LastObserved: catalog.FormatTime(s.Obs.LastOK), ToolCount: "—", Changed: state == "changed"}
+	if s.Obs.Subject != "" {
+		row.ToolCount = strconv.Itoa(s.Obs.ToolCount)
+	}
+	return row
+}
+
+// serveDeskServer renders /s/<id>: one server's page, from what
+// /api/v1/servers/<id> answers.
+func (a *api) serveDeskServer(w http.ResponseWriter, r *http.Request, id string) {
+	rd := a.read.Load()
+	var s *catalog.Server
+	if rd != nil && len(id) <= maxServerIDBytes {
+		s = rd.Catalog.ByID(id)
+	}
+	if s == nil {
+		a.deskNotFound(w, r, "This observer has no server with that id.")
+		return
+	}
+	page, tools, err := a.buildServerPage(rd.Catalog, s, rd.now())
+	if err != nil {
+		a.internal(w, r, "reading server", err)
+		return
+	}
+	v, err := serverView(s, page, tools, rd.now(), a.publicBase(rd, r))
+	if err != nil {
+		a.internal(w, r, "building server page", err)
+		return
+	}
+	a.renderDesk(w, r, http.StatusOK, "server", s.Name, "servers", v)
+}
+
+// publicBase is where the badge snippet points: the configured base, or
+// this request's host.
+func (a *api) publicBase(rd *ReadAPI, r *http.Request) string {
+	if rd.PublicBase != "" {
+		return rd.PublicBase
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+func serverView(s *catalog.Server, p *serverPage, tools []byte, now time.Time, base string) (*desk.ServerView, error) {
+	sum := &p.Server
+	v := &desk.ServerView{ServerRow: serverRow(s, now), Transport: s.Transport, Version: s.Version,
+		Description: s.Description, ToolSetDigest: s.Obs.ToolSetDigest, Subject: s.Obs.Subject,
+		FirstPinned: catalog.FormatTime(s.Obs.FirstPinned), UnchangedSince: catalog.FormatTime(s.Obs.UnchangedSince),
+		Observations: sum.Observations, Attempts: sum.Attempts, LastStatus: s.Status, LastDetail: s.Detail, Delisted: s.Delisted}
+	v.Matches = convertAll(p.PatternMatches, func(m *catalog.Match) desk.Match {
+		return desk.Match{Code: m.Code, Severity: m.Severity, Tier: m.Tier, Tool: m.Tool, Where: m.Where, Span: m.Span}
+	})
+	var err error
+	if v.Tools, err = deskTools(tools, v.Matches); err != nil {
+		return nil, err
+	}
+	v.Labels = convertAll(p.Labels, func(l *labelRow) desk.Label {
+		return desk.Label{ID: l.ID, Method: l.MethodShort, Verdict: l.Verdict, ObservedAt: l.ObservedAt,
+			IssuedAt: l.IssuedAt, URL: "/api/v1/labels/" + l.ID, LeafIndex: l.LeafIndex}
+	})
+	v.Timeline = convertAll(p.Timeline, deskSpan)
+	v.Changes = convertAll(p.Changes, deskChange)
+	v.Observers, v.Agreement = deskObservers(p.Observers, p.Agreement, s.Obs.ToolSetDigest)
+	v.Badge = deskBadge(base, s.ID, v.StateText)
+	return v, nil
+}
+
+func deskSpan(sp *timelineRow) desk.Span {
+	out := desk.Span{From: sp.From, Until: sp.Until, Status: sp.Status, Count: sp.Count}
+	if sp.Detail != nil {
+		out.Detail = *sp.Detail
+	}
+	if sp.ToolSetDigest != nil {
+		out.ToolSetDigest = *sp.ToolSetDigest
+	}
+	if sp.ToolCount != nil {
+		out.ToolCount = strconv.Itoa(*sp.ToolCount)
+	}
+	return out
+}
+
+// deskTools reads the stored canonical tool set into the page's tools,
+// each description with its pattern matches marked.
+func deskTools(body []byte, matches []desk.Match) ([]desk.Tool, error) {
+	if body == nil {
+		return nil, nil
+	}
+	v, err := canon.Parse(body)
+	if err != nil {
+		return nil, err
+	}
+	list, _ := v.([]any)
+	out := make([]desk.Tool, 0, len(list))
+	for _, e := range list {
+		m, _ := e.(map[string]any)
+		t := desk.Tool{}
+		t.Name, _ = m["name"].(string)
+		desc, _ := m["description"].(string)
+		var spans []string
+		for _, mt := range matches {
+			if mt.Tool == t.Name {
+				t.Matches = append(t.Matches, mt)
+				spans = append(spans, mt.Span)
+			}
+		}
+		t.Description = desk.Highlight(desc, spans)
+		t.Schema = indentJSON(m["inputSchema"])
+		if o, ok := m["outputSchema"]; ok {
+			t.Output = indentJSON(o)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func indentJSON(v any) string {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// deskBadge is the snippet a server's author copies.
+func deskBadge(base, id, text string) desk.Badge {
+	svg := base + "/badge/" + id + ".svg"
+	page := base + "/s/" + id
+	alt := badgeLabel + ": " + text
+	return desk.Badge{SVGURL: "/badge/" + id + ".svg", PageURL: page, Alt: alt,
+		Markdown: "[![" + alt + "](" + svg + ")](" + page + ")",
+		HTML:     `<a href="` + page + `"><img src="` + svg + `" alt="` + alt + `"></a>`}
+}
