@@ -51,6 +51,9 @@ type api struct {
 	read       atomic.Pointer[ReadAPI] // the reading API's data; nil until set (servers.go)
 	check      *checker                // POST /api/v1/check; nil answers 503
 	fed        *federation             // witness, cosigned checkpoint, evidence; nil without one
+	events     *eventParts             // /api/v1/security-events, /security-feed.xml; nil: 503
+	mcp        http.Handler            // the MCP face at /mcp; nil: 503
+	webhooks   *webhooks               // the operator's delivery log; nil without subscriptions
 }
 
 // crawlControl is what the API asks of the node's crawls.

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/node/webhook"
 )
 
 // Config is everything a node needs. Zero fields take the defaults named
@@ -191,6 +193,21 @@ type Config struct {
 	// GossipHeartbeat is GossipSub's heartbeat. Default 1s; tests shorten it.
 	GossipHeartbeat time.Duration
 
+	// Notifications (docs/operations.md, "Security events and webhooks").
+
+	// EventsInterval is how often the node turns newly recorded facts
+	// (change records, split views, equivocation evidence) into security
+	// events; a crawl also starts a pass when it ends. Default 30s.
+	EventsInterval time.Duration
+	// Webhooks are the operator's webhook subscriptions: https URLs only,
+	// each with a secret of at least 32 characters (webhook.Subscription).
+	// Every security event is POSTed to each, signed with HMAC-SHA256 as
+	// HISTOR signs it. Give secrets through a file, never a command line.
+	Webhooks []webhook.Subscription
+	// WebhookRootCAs are the roots a webhook receiver's certificate must
+	// chain to. Default (nil): the system's.
+	WebhookRootCAs *x509.CertPool
+
 	// fed is the federation settings parsed from the fields above by
 	// Validate, so a descriptor file is read once, at start-up.
 	fed *fedSettings
@@ -256,6 +273,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.checkFederation(); err != nil {
+		return err
+	}
+	if err := c.checkNotify(); err != nil {
 		return err
 	}
 	return c.checkProfile()

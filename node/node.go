@@ -56,6 +56,9 @@ type Node struct {
 	serving sync.RWMutex
 
 	fed *federation // the federation's keys and parts (federation.go)
+
+	events   *eventParts // security events and their derivation (events.go); nil until Open
+	webhooks *webhooks   // webhook deliveries (webhook.go); nil without subscriptions
 }
 
 // New validates cfg, creates DataDir if needed and loads the seed

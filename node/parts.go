@@ -36,6 +36,8 @@ func (n *Node) parts() []part {
 		{"crawl state", n.openState, n.closeState},
 		{"crawler", n.openCrawler, n.closeCrawler},
 		{"catalog", n.openCatalog, n.closeCatalog},
+		{"events", n.openEvents, n.closeEvents},
+		{"webhooks", n.openWebhooks, n.closeWebhooks},
 		{"crawls", n.openCrawls, n.closeCrawls},
 		{"api", n.openAPI, n.closeAPI},
 	}
@@ -163,7 +165,7 @@ func (n *Node) openCrawls(context.Context) error {
 // reads the parts when it is made: they outlive every crawl (closeCrawls).
 func (n *Node) crawlAndReload() func(context.Context) (*crawl.Summary, error) {
 	cr, c, logger, st, lg, f := n.cr, n.catalog, n.cfg.Logger, n.state, n.log, n.fed
-	origin, key := n.cfg.LogOrigin, n.id.logKey
+	origin, key, ev := n.cfg.LogOrigin, n.id.logKey, n.events
 	return func(ctx context.Context) (*crawl.Summary, error) {
 		sum, err := cr.Run(ctx)
 		if rerr := c.Reload(); rerr != nil {
@@ -174,6 +176,7 @@ func (n *Node) crawlAndReload() func(context.Context) (*crawl.Summary, error) {
 			logger.Error("making our observations for the peer view", "err", oerr)
 		}
 		f.addOwn(ctx, own)
+		ev.kick()
 		return sum, err
 	}
 }
@@ -197,6 +200,8 @@ func (n *Node) openAPI(context.Context) error {
 	a := newAPI(n.log, doc, n.cfg)
 	a.crawls = n.crawls
 	a.fed = n.fed
+	a.events, a.webhooks = n.events, n.webhooks
+	a.mcp = n.mcpFace(a)
 	a.metrics = n.metrics.handler(n.cfg.Registry, n.cfg.Logger)
 	a.setReadAPI(&ReadAPI{Catalog: n.catalog, PublicBase: n.cfg.PublicURL, CrawlInterval: n.cfg.CrawlInterval, Now: n.cfg.Now})
 	src := checkSources{targets: catalogTargets{n.catalog}, reports: catalogReports{n.catalog}, patterns: n.cr.PatternSet(), view: n.fed.viewMembers}

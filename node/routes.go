@@ -47,6 +47,10 @@ var routeTable = []Route{
 	{Pattern: "/feed.xml", Methods: getOnly, serve: (*api).serveFeed},
 	{Pattern: "/api/v1/check", Methods: []string{http.MethodPost, http.MethodOptions}, serve: (*api).serveCheck},
 	{Pattern: "/api/v1/admin/crawl", Methods: []string{http.MethodPost}, serve: (*api).serveAdminCrawl},
+	{Pattern: "/api/v1/security-events", Methods: getOnly, serve: (*api).serveSecurityEvents},
+	{Pattern: "/security-feed.xml", Methods: getOnly, serve: (*api).serveSecurityFeed},
+	{Pattern: "/api/v1/admin/webhooks", Methods: getOnly, serve: (*api).serveWebhookLog},
+	{Pattern: "/mcp", Methods: []string{http.MethodPost, http.MethodGet, http.MethodDelete}, serve: (*api).serveMCP},
 
 	{Pattern: "/log/checkpoint", Methods: getOnly, serve: (*api).serveCosignedCheckpoint},
 	{Pattern: "/log/tile/{L}/{N...}", Methods: getOnly, serve: serveTileRoute},

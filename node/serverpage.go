@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -66,15 +67,24 @@ func (a *api) serveServer(w http.ResponseWriter, r *http.Request, id string) {
 		a.fail(w, http.StatusNotFound, "unknown server")
 		return
 	}
-	page, tools, err := a.buildServerPage(rd.Catalog, s, rd.now())
+	b, err := a.serverRecord(rd.Catalog, s, rd.now())
 	if err != nil {
 		a.internal(w, r, "reading server", err)
 		return
 	}
+	writeBody(w, "application/json", b)
+}
+
+// serverRecord is the /api/v1/servers/<id> answer for s (also the MCP
+// face's server tool).
+func (a *api) serverRecord(c *catalog.Catalog, s *catalog.Server, now time.Time) ([]byte, error) {
+	page, tools, err := a.buildServerPage(c, s, now)
+	if err != nil {
+		return nil, err
+	}
 	body, err := encodeJSON(page)
 	if err != nil {
-		a.internal(w, r, "encoding server", err)
-		return
+		return nil, fmt.Errorf("encoding server: %w", err)
 	}
 	if tools == nil {
 		tools = []byte("null")
@@ -84,7 +94,7 @@ func (a *api) serveServer(w http.ResponseWriter, r *http.Request, id string) {
 	b = append(b, `,"tools":`...)
 	b = append(b, tools...)
 	b = append(b, '}')
-	writeBody(w, "application/json", b)
+	return b, nil
 }
 
 // buildServerPage gathers one server's page and its stored tool set.

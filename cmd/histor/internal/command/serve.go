@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/signal"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2/altsrc"
 
 	"github.com/histor-observer/histor/node"
+	"github.com/histor-observer/histor/node/webhook"
 )
 
 // serveFlags are node.Config's fields, one flag each; node.Config documents their meaning.
@@ -107,6 +109,9 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		Logger:            log,
 	}
 	federationConfig(c, &cfg)
+	if err := webhookConfig(c, &cfg); err != nil {
+		return node.Config{}, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return node.Config{}, usageError(err)
 	}
@@ -133,6 +138,10 @@ func nodeOnlyFlags() []cli.Flag {
 			"pattern scans of tool sets never scanned before an hour (beyond it: patternScan not-scanned); -1: no fresh scans", EnvVars: []string{"HISTOR_SCANS_PER_HOUR"}}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-check-clients", Value: node.DefaultMaxCheckClients, Usage: "track at most `N` clients in each /check " +
 			"limit (1..4194304); beyond them new clients share one bucket", EnvVars: []string{"HISTOR_MAX_CHECK_CLIENTS"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "webhook", Usage: "POST every security event to `URL` (https only), signed as HISTOR " +
+			"signs webhooks; needs --webhook-secret-file", EnvVars: []string{"HISTOR_WEBHOOK"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "webhook-secret-file", Usage: "`FILE` holding the --webhook secret (at least 32 characters; " +
+			"a final newline is dropped)", EnvVars: []string{"HISTOR_WEBHOOK_SECRET_FILE"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "trusted-proxies", Usage: "`CIDRS` (comma-separated, e.g. 10.0.0.0/8,fd00::/8) of the reverse " +
 			"proxies whose X-Forwarded-For names the client; default none: the connection's peer is the client", EnvVars: []string{"HISTOR_TRUSTED_PROXIES"}}),
 	}
@@ -206,4 +215,21 @@ func parsePrefixes(s string) ([]netip.Prefix, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// webhookConfig maps --webhook and --webhook-secret-file onto one subscription.
+func webhookConfig(c *cli.Context, cfg *node.Config) error {
+	url, file := c.String("webhook"), c.String("webhook-secret-file")
+	if url == "" && file == "" {
+		return nil
+	}
+	if url == "" || file == "" {
+		return usageError(errors.New("--webhook and --webhook-secret-file go together"))
+	}
+	secret, err := os.ReadFile(file)
+	if err != nil {
+		return usageError(fmt.Errorf("reading --webhook-secret-file: %w", err))
+	}
+	cfg.Webhooks = []webhook.Subscription{{URL: url, Secret: strings.TrimSuffix(strings.TrimSuffix(string(secret), "\n"), "\r")}}
+	return nil
 }
