@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -75,7 +77,7 @@ func TestHostileManifests(t *testing.T) {
 }
 
 // TestHostileTargets keeps the constants the sandbox tests assert on in
-// step with the sources, and every network target in them harmless.
+// step with the sources, and every name and address in them harmless.
 func TestHostileTargets(t *testing.T) {
 	sources := map[string]string{}
 	for _, p := range []pkgstest.NPMPackage{pkgstest.HostileNPM(), pkgstest.HostileInstallNPM()} {
@@ -111,12 +113,34 @@ func TestHostileTargets(t *testing.T) {
 			t.Errorf("postinstall.js does not mention %q", s)
 		}
 	}
-	// The canary marker is assembled in the sources, never written whole.
 	for name, body := range sources {
+		// The canary marker is assembled in the sources, never written whole.
 		if strings.Contains(body, "histor-"+"canary-") {
 			t.Errorf("%s holds a whole canary marker", name)
 		}
+		for _, host := range hostName.FindAllString(body, -1) {
+			if !strings.HasSuffix(host, ".invalid") {
+				t.Errorf("%s names %s, outside .invalid", name, host)
+			}
+		}
+		for _, ip := range ipLiteral.FindAllString(body, -1) {
+			if !harmlessIP(ip) {
+				t.Errorf("%s names %s: not a documentation, loopback or loopback-alias address", name, ip)
+			}
+		}
 	}
+}
+
+var (
+	hostName  = regexp.MustCompile(`\b[a-z0-9-]+(\.[a-z0-9-]+)*\.(com|net|org|io|dev|app|co|invalid)\b`)
+	ipLiteral = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
+)
+
+// harmlessIP: TEST-NET-2 (RFC 5737), loopback, and 10.0.2.2, the host's
+// loopback as user-mode networking (slirp) presents it.
+func harmlessIP(s string) bool {
+	a, err := netip.ParseAddr(s)
+	return err == nil && (netip.MustParsePrefix("198.51.100.0/24").Contains(a) || a.IsLoopback() || s == "10.0.2.2")
 }
 
 // fakeHome is a HOME and working directory with secret-shaped files that
