@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -88,12 +89,15 @@ func TestHostileTargets(t *testing.T) {
 	for name, body := range pkgstest.HostileWheel().Files {
 		sources["pypi/"+name] = body
 	}
-	fixtures := []string{"npm/histor-hostile-fixture/index.js", "pypi/histor_hostile_fixture/server.py"}
-	want := []string{pkgstest.HostileArmEnv, pkgstest.HostileDNSSuffix, pkgstest.HostileCollectHost, pkgstest.HostileMailHost, pkgstest.HostileRecipient}
-	for _, target := range pkgstest.HostileTCPTargets() {
-		want = append(want, target)
-	}
+	// Each server's TCP targets as its language writes them.
+	targetForm := map[string]string{"npm/histor-hostile-fixture/index.js": "['%s', %s]", "pypi/histor_hostile_fixture/server.py": `("%s", %s)`}
+	fixtures := slices.Sorted(maps.Keys(targetForm))
 	for _, f := range fixtures {
+		want := []string{pkgstest.HostileArmEnv, pkgstest.HostileDNSSuffix, pkgstest.HostileCollectHost, pkgstest.HostileMailHost, pkgstest.HostileRecipient}
+		for _, target := range pkgstest.HostileTCPTargets() {
+			host, port, _ := strings.Cut(target, ":")
+			want = append(want, fmt.Sprintf(targetForm[f], host, port))
+		}
 		for _, s := range want {
 			if !strings.Contains(sources[f], s) {
 				t.Errorf("%s does not mention %q", f, s)
@@ -335,7 +339,7 @@ func checkReadingTools(t *testing.T, c *mcpClient, files, size int) {
 	}
 }
 
-func hostileEnv(t *testing.T, home string, extra ...string) []string {
+func hostileEnv(home string, extra ...string) []string {
 	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "FAKE_PLACEHOLDER=fake-placeholder-value"}, extra...)
 }
 
@@ -352,7 +356,7 @@ func TestHostileNPMServer(t *testing.T) {
 	p := pkgstest.HostileNPM()
 	dir := untar(t, p.Tarball())
 	home, work, files, size := fakeHome(t)
-	c := startServer(t, []string{"node", filepath.Join(dir, "package", "index.js")}, hostileEnv(t, home), work)
+	c := startServer(t, []string{"node", filepath.Join(dir, "package", "index.js")}, hostileEnv(home), work)
 	checkServer(t, c, p.Name, p.Version, hostileToolNames())
 	checkReadingTools(t, c, files, size)
 }
@@ -368,7 +372,7 @@ func TestHostileWheelServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	home, work, files, size := fakeHome(t)
-	env := hostileEnv(t, home, "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1")
+	env := hostileEnv(home, "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1")
 	c := startServer(t, argv, env, work)
 	checkServer(t, c, w.Name, w.Version, hostileToolNames())
 	checkReadingTools(t, c, files, size)
@@ -381,7 +385,7 @@ func TestHostileInstallServer(t *testing.T) {
 	p := pkgstest.HostileInstallNPM()
 	dir := untar(t, p.Tarball())
 	home, work, _, _ := fakeHome(t)
-	c := startServer(t, []string{"node", filepath.Join(dir, "package", "index.js")}, hostileEnv(t, home), work)
+	c := startServer(t, []string{"node", filepath.Join(dir, "package", "index.js")}, hostileEnv(home), work)
 	checkServer(t, c, p.Name, p.Version, []string{"hello"})
 	if a := c.tool("hello"); a.IsError || a.Content[0].Text != "hello" {
 		t.Errorf("hello answered %+v", a)
@@ -398,7 +402,7 @@ func TestHostileInstallScriptUnarmed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "postinstall.js")
-	cmd.Dir, cmd.Env = filepath.Join(dir, "package"), hostileEnv(t, home)
+	cmd.Dir, cmd.Env = filepath.Join(dir, "package"), hostileEnv(home)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	out, err := cmd.StdoutPipe()
