@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +52,8 @@ type Crawler struct {
 	// recordMu serialises Record: each package observation reads the state
 	// the previous one wrote.
 	recordMu sync.Mutex
+	// self is the node's own face, a target of every crawl once set.
+	self atomic.Pointer[registry.Target]
 	// progress counts the running crawl's targets, for Progress; it is
 	// Config.Progress when one was given (which also draws it).
 	progress *Progress
@@ -210,6 +215,9 @@ func (c *Crawler) run(ctx context.Context) (*Summary, error) {
 	}
 	if cur := c.cfg.Curated; cur != nil {
 		res.Targets = append(res.Targets, cur.Beyond(res.Targets)...)
+	}
+	if t := c.self.Load(); t != nil {
+		res.Targets = append(res.Targets, *t)
 	}
 	if len(res.Targets) == 0 {
 		sum.finish(c.cfg.Now())
@@ -413,3 +421,37 @@ func (c *Crawler) observe(ctx context.Context, t registry.Target) *mcpclient.Obs
 
 // now is the crawl clock in UTC, whole seconds, as labels carry it.
 func (c *Crawler) now() time.Time { return c.cfg.Now().UTC().Truncate(time.Second) }
+
+// SetSelf makes t, the node's own MCP face (Endpoint an http URL on the
+// node's listen address as an IP literal), a target of every crawl from now
+// on, observed like any server: its address is the one non-global address
+// the guard lets through.
+func (c *Crawler) SetSelf(t registry.Target) error {
+	ap, err := selfAddr(t.Endpoint)
+	if err != nil {
+		return err
+	}
+	c.guard.SetSelf(ap)
+	c.self.Store(&t)
+	return nil
+}
+
+// selfAddr is the IP literal and port of the node's own face.
+func selfAddr(endpoint string) (netip.AddrPort, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("own face %q: %w", endpoint, err)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	ap, err := netip.ParseAddrPort(net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("own face %q: the host must be an IP literal: %w", endpoint, err)
+	}
+	return ap, nil
+}

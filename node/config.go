@@ -31,6 +31,11 @@ type Config struct {
 	// use ":8080" to serve on every interface.
 	HTTPAddr string
 
+	// ObserveOwnFace makes every crawl observe the node's own MCP face at
+	// /mcp on the address it serves on, like any other server, so its tool
+	// definitions are in its own log (under histor's own registry URN).
+	ObserveOwnFace bool
+
 	// LogOrigin names the log: the C2SP checkpoint origin line and the
 	// signed-note key name of its heads. It should be the URL prefix under
 	// which /log/ is served, without scheme or trailing slash, e.g.

@@ -198,6 +198,12 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		n.mu.Unlock()
 	}
+	if n.cfg.ObserveOwnFace {
+		if err := n.observeOwnFace(ln.Addr()); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	srv := n.server(n.Handler())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -60,6 +60,7 @@ func (g *Guard) policy(u *url.URL, raw string) (string, uint16, error) {
 	switch {
 	case scheme == "https":
 	case scheme == "http" && g.cfg.AllowPrivate:
+	case scheme == "http" && g.isSelf(u):
 	case scheme == "http":
 		// Tool definitions over cleartext can be rewritten by anyone on the path, so what we
 		// saw would not be an observation of the server.
@@ -161,7 +162,7 @@ func numericLastLabel(name string) bool {
 // address in it is not global, prefers IPv4, and pins the choice.
 func (g *Guard) resolve(ctx context.Context, host string, port uint16) (netip.AddrPort, error) {
 	addrs, err := g.lookup(ctx, host)
-	if err == nil {
+	if err == nil && !g.selfAddr(host, port) {
 		err = g.allowed(host, addrs)
 	}
 	key := pinKey(host, port)
@@ -228,4 +229,17 @@ func urlHost(host, port string) string {
 		return host
 	}
 	return net.JoinHostPort(strings.Trim(host, "[]"), port)
+}
+
+// isSelf reports whether u names the SetSelf address exactly: its IP
+// literal and port, never a host name (a name could resolve anywhere).
+func (g *Guard) isSelf(u *url.URL) bool {
+	port, err := effectivePort(u.Port(), strings.ToLower(u.Scheme))
+	return err == nil && g.selfAddr(u.Hostname(), port)
+}
+
+func (g *Guard) selfAddr(host string, port uint16) bool {
+	self := g.selfAP()
+	a, err := netip.ParseAddr(host)
+	return err == nil && self.IsValid() && a.Unmap() == self.Addr().Unmap() && port == self.Port()
 }

@@ -107,6 +107,24 @@ type Guard struct {
 
 	mu   sync.Mutex
 	pins map[string]netip.AddrPort // "host:port" (lower case) → checked address; guarded by mu
+	self netip.AddrPort            // see SetSelf; guarded by mu
+}
+
+// SetSelf names the node's own HTTP listen address: the one non-global
+// address (and the one http:// URL) the guard then lets through, named by
+// its IP literal and port exactly, so the node can observe its own MCP face
+// like any other server. Nothing else on that host passes. The zero value
+// withdraws it.
+func (g *Guard) SetSelf(ap netip.AddrPort) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.self = ap
+}
+
+func (g *Guard) selfAP() netip.AddrPort {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.self
 }
 
 // New validates cfg, fills in defaults and returns a Guard.
@@ -277,7 +295,7 @@ func (g *Guard) dialChecked(ctx context.Context, network, addr string) (net.Conn
 	if !ok {
 		return nil, fmt.Errorf("dialling %s: %w", addr, ErrUnchecked)
 	}
-	if why := NonGlobal(ap.Addr()); why != "" && !g.cfg.AllowPrivate {
+	if why := NonGlobal(ap.Addr()); why != "" && !g.cfg.AllowPrivate && (!ap.IsValid() || ap != g.selfAP()) {
 		return nil, &BlockedError{Host: host, Addr: ap.Addr(), Reason: why}
 	}
 	release, err := g.acquireForDial(ctx, host)

@@ -100,6 +100,7 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		ShutdownTimeout:   c.Duration("shutdown-timeout"),
 		Profile:           c.String("profile"),
 		OperatorToken:     c.String("operator-token"),
+		ObserveOwnFace:    c.Bool("observe-own-face"),
 		Crawl:             crawlConfig(c),
 		CrawlInterval:     c.Duration("crawl-interval"),
 		ChecksPerMinute:   checks.perMinute,
@@ -128,6 +129,8 @@ func nodeOnlyFlags() []cli.Flag {
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "crawl-interval", Value: defaultCrawlInterval,
 			Usage: "crawl every `DURATION` (±10% jitter), counted from the start of the last recorded crawl (at once if none, " +
 				"within the hour after a failed one); 0 never crawls on a schedule", EnvVars: []string{"HISTOR_CRAWL_INTERVAL"}}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "observe-own-face", Value: true, Usage: "observe the node's own MCP face (/mcp) every crawl, " +
+			"like any server, so its tool definitions are in its own log", EnvVars: []string{"HISTOR_OBSERVE_OWN_FACE"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "operator-token", Usage: "`TOKEN` the operator's routes (POST /api/v1/admin/crawl) require in the x-histor-operator header; " +
 			"unset, they answer 503. Prefer the environment variable: a command line is visible to every local user", EnvVars: []string{"HISTOR_OPERATOR_TOKEN"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "profile", Value: node.ProfileDev, Usage: "`PROFILE` dev or prod; prod refuses to start without an operator token of at least " +

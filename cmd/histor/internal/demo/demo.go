@@ -164,12 +164,13 @@ func plan(cfg Config, data string) ([]observer, error) {
 
 func nodeConfig(cfg Config, o observer, registryURL string) node.Config {
 	c := node.Config{
-		DataDir:       o.dir,
-		HTTPAddr:      o.httpAddr,
-		LogOrigin:     fmt.Sprintf("observer-%d.histor.demo/log", o.n),
-		PublicURL:     "http://" + o.httpAddr,
-		CrawlInterval: cfg.Interval,
-		Logger:        cfg.Logger.With("observer", o.n),
+		ObserveOwnFace: true,
+		DataDir:        o.dir,
+		HTTPAddr:       o.httpAddr,
+		LogOrigin:      fmt.Sprintf("observer-%d.histor.demo/log", o.n),
+		PublicURL:      "http://" + o.httpAddr,
+		CrawlInterval:  cfg.Interval,
+		Logger:         cfg.Logger.With("observer", o.n),
 		// Every check is answered: the demo invites a newcomer to try /check by hand.
 		ChecksPerMinute: -1,
 	}
