@@ -53,13 +53,13 @@ func (e Exit) String() string {
 	return string(e.End)
 }
 
-// Sandbox is one started run. Wait must be called once the caller is done
-// reading the pipes.
+// Sandbox is one started run. Wait must be called; the pipes may be read
+// before, during or after it and give EOF once the sandbox is gone.
 type Sandbox struct {
 	// ID is the container ID.
 	ID string
 	// Stdin, Stdout and Stderr are set when the Run left the stream nil.
-	// Read Stdout and Stderr to EOF (or stop reading) before Wait.
+	// The caller closes them.
 	Stdin          io.WriteCloser
 	Stdout, Stderr io.ReadCloser
 
@@ -71,6 +71,12 @@ type Sandbox struct {
 
 	mu     sync.Mutex
 	reason End // why we killed it; guarded by mu, set once
+
+	// Set by reap before exited is closed.
+	waitErr error
+	oom     bool
+	// The caller's ends of the pipes Run left nil.
+	ownStdin, ownStdout, ownStderr *os.File
 
 	stopOnce sync.Once
 	waitOnce sync.Once
@@ -115,14 +121,36 @@ func (s *Sandbox) start(r *Run) error {
 	}
 	s.cmd = cmd
 	cmd.WaitDelay = waitDelay
-	if err := s.stdio(r); err != nil {
+	child, err := s.stdio(r)
+	defer closeAll(child) // runsc holds its own copies once started
+	if err != nil {
+		closeAll([]*os.File{s.ownStdin, s.ownStdout, s.ownStderr})
 		return err
 	}
 	s.started = time.Now()
 	if err := cmd.Start(); err != nil {
+		closeAll([]*os.File{s.ownStdin, s.ownStdout, s.ownStderr})
 		return fmt.Errorf("running runsc: %w", err)
 	}
+	go s.reap()
 	return nil
+}
+
+// reap waits for runsc. The pipes handed to the caller are our own, so
+// exec.Cmd.Wait never closes them under a reader: the reader sees EOF once
+// every holder of the other end (runsc, its gofer and sandbox) is gone.
+func (s *Sandbox) reap() {
+	s.waitErr = s.cmd.Wait()
+	s.oom = s.rt.oomKills(s.ID) > 0 // before cleanup removes the cgroup
+	close(s.exited)
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // command is `runsc ... run --bundle DIR ID`, started from the network
@@ -169,24 +197,46 @@ func netnsCommand(netns, runsc string, args []string) (*exec.Cmd, error) {
 type readerOnly struct{ io.Reader }
 type writerOnly struct{ io.Writer }
 
-func (s *Sandbox) stdio(r *Run) (err error) {
+// stdio connects the three streams through pipes and returns the ends that
+// go to runsc, for closing after Start.
+func (s *Sandbox) stdio(r *Run) ([]*os.File, error) {
+	var child []*os.File
+	pipe := func() (rd, wr *os.File, err error) {
+		rd, wr, err = os.Pipe()
+		if err != nil {
+			return nil, nil, fmt.Errorf("making stdio pipe: %w", err)
+		}
+		return rd, wr, nil
+	}
 	c := s.cmd
 	if r.Stdin != nil {
 		c.Stdin = readerOnly{r.Stdin}
-	} else if s.Stdin, err = c.StdinPipe(); err != nil {
-		return fmt.Errorf("making stdin pipe: %w", err)
+	} else {
+		rd, wr, err := pipe()
+		if err != nil {
+			return child, err
+		}
+		c.Stdin, s.Stdin, s.ownStdin, child = rd, wr, wr, append(child, rd)
 	}
 	if r.Stdout != nil {
 		c.Stdout = writerOnly{r.Stdout}
-	} else if s.Stdout, err = c.StdoutPipe(); err != nil {
-		return fmt.Errorf("making stdout pipe: %w", err)
+	} else {
+		rd, wr, err := pipe()
+		if err != nil {
+			return child, err
+		}
+		c.Stdout, s.Stdout, s.ownStdout, child = wr, rd, rd, append(child, wr)
 	}
 	if r.Stderr != nil {
 		c.Stderr = writerOnly{r.Stderr}
-	} else if s.Stderr, err = c.StderrPipe(); err != nil {
-		return fmt.Errorf("making stderr pipe: %w", err)
+	} else {
+		rd, wr, err := pipe()
+		if err != nil {
+			return child, err
+		}
+		c.Stderr, s.Stderr, s.ownStderr, child = wr, rd, rd, append(child, wr)
 	}
-	return nil
+	return child, nil
 }
 
 // watch kills the sandbox when ctx ends or the OOM killer strikes in its
@@ -214,8 +264,9 @@ func (s *Sandbox) watch(ctx context.Context) {
 	}
 }
 
-// Kill stops the sandbox (runsc kill KILL, runsc delete -force) and removes
-// its cgroups. It is idempotent; Wait still has to be called.
+// Kill stops the sandbox (runsc kill KILL, runsc delete -force, again
+// until runsc has exited) and removes its cgroups. It is idempotent; Wait
+// still has to be called.
 func (s *Sandbox) Kill() { s.stop(EndKilled) }
 
 func (s *Sandbox) stop(why End) {
@@ -224,7 +275,30 @@ func (s *Sandbox) stop(why End) {
 		s.reason = why
 	}
 	s.mu.Unlock()
-	s.stopOnce.Do(func() { s.rt.destroy(s.ID) })
+	s.stopOnce.Do(s.kill)
+}
+
+// The number of kill rounds, and the wait for runsc after each, before the
+// runsc process itself is killed.
+const (
+	killRounds = 5
+	killWait   = time.Second
+)
+
+// kill destroys the container until runsc exits: a kill that races runsc's
+// own setup finds nothing to kill yet, so it is repeated.
+func (s *Sandbox) kill() {
+	for range killRounds {
+		s.rt.destroy(s.ID)
+		select {
+		case <-s.exited:
+			return
+		case <-time.After(killWait):
+		}
+	}
+	s.rt.log.Warn("runsc outlived kill and delete; killing it", "id", s.ID)
+	s.cmd.Process.Kill()
+	<-s.exited
 }
 
 // cleanup runs once runsc has exited, when nothing more can appear: a Kill
@@ -246,9 +320,8 @@ func (s *Sandbox) Wait() Exit {
 }
 
 func (s *Sandbox) wait() {
-	err := s.cmd.Wait()
-	oom := s.rt.oomKills(s.ID) > 0 // before cleanup removes the cgroup
-	close(s.exited)
+	<-s.exited
+	err, oom := s.waitErr, s.oom
 	s.cleanup()
 	s.mu.Lock()
 	reason := s.reason
