@@ -152,6 +152,11 @@ type Config struct {
 	// the client: from such a peer the rightmost hop outside these prefixes
 	// is the client. Default none: the connection's peer is the client.
 	TrustedProxies []netip.Prefix
+	// ReceiptIssuers are the did:keys (Ed25519) of the AIMarket hubs whose
+	// signed receipt anchors POST /api/v1/receipts/anchors logs, as HISTOR's
+	// HISTOR_RECEIPT_ISSUERS. None, the default: the receipts log is served
+	// but takes no anchors (503).
+	ReceiptIssuers []string
 
 	// Federation: gossip with peers, the witness and the witnesses this
 	// node's checkpoints go to (docs/operations.md, "Federation").
@@ -256,6 +261,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.checkFederation(); err != nil {
+		return err
+	}
+	if err := c.checkReceipts(); err != nil {
 		return err
 	}
 	return c.checkProfile()

@@ -56,6 +56,10 @@ type Node struct {
 	serving sync.RWMutex
 
 	fed *federation // the federation's keys and parts (federation.go)
+
+	// receipts is the receipts log (receipts.go); nil until Open; guarded
+	// by mu.
+	receipts *receiptsLog
 }
 
 // New validates cfg, creates DataDir if needed and loads the seed

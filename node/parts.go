@@ -28,6 +28,7 @@ func (n *Node) parts() []part {
 	return []part{
 		{"metrics", n.openMetrics, n.closeMetrics},
 		{"log", n.openLog, n.closeLog},
+		{"receipts", n.openReceipts, n.closeReceipts},
 		{"witness", n.openWitness, n.closeWitness},
 		{"witness submitter", n.openSubmitter, n.closeSubmitter},
 		{"gossip", n.openGossip, n.closeGossip},
@@ -196,6 +197,7 @@ func (n *Node) openAPI(context.Context) error {
 	n.id.issuerDoc = doc
 	a := newAPI(n.log, doc, n.cfg)
 	a.crawls = n.crawls
+	a.receipts = n.receipts
 	a.fed = n.fed
 	a.metrics = n.metrics.handler(n.cfg.Registry, n.cfg.Logger)
 	a.setReadAPI(&ReadAPI{Catalog: n.catalog, PublicBase: n.cfg.PublicURL, CrawlInterval: n.cfg.CrawlInterval, Now: n.cfg.Now})
