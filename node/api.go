@@ -52,6 +52,7 @@ type api struct {
 	check      *checker                // POST /api/v1/check; nil answers 503
 	fed        *federation             // witness, cosigned checkpoint, evidence; nil without one
 	receipts   *receiptsLog            // the receipts log; nil answers 404
+	agent      *aimarketPeer           // the AIMarket peer routes; nil answers 503
 }
 
 // crawlControl is what the API asks of the node's crawls.

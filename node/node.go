@@ -286,4 +286,7 @@ type identity struct {
 	logVkey     string
 	witnessVkey string
 	issuerDoc   []byte // the /api/v1/issuer answer, rendered by Open
+	// aimarketKey signs the AIMarket peer's documents, answers and receipts
+	// (aimarket.go); not the log key, as HISTOR keeps the two apart.
+	aimarketKey ed25519.PrivateKey
 }

@@ -198,6 +198,9 @@ func (n *Node) openAPI(context.Context) error {
 	a := newAPI(n.log, doc, n.cfg)
 	a.crawls = n.crawls
 	a.receipts = n.receipts
+	if a.agent, err = newAIMarketPeer(n.cfg, n.id.aimarketKey, n.id.did); err != nil {
+		return err
+	}
 	a.fed = n.fed
 	a.metrics = n.metrics.handler(n.cfg.Registry, n.cfg.Logger)
 	a.setReadAPI(&ReadAPI{Catalog: n.catalog, PublicBase: n.cfg.PublicURL, CrawlInterval: n.cfg.CrawlInterval, Now: n.cfg.Now})

@@ -55,6 +55,10 @@ var routeTable = []Route{
 	}},
 	{Pattern: "/api/v1/receipts/proof", Methods: getOnly, serve: (*api).serveReceiptProof},
 	{Pattern: "/api/v1/receipts/proof/consistency", Methods: getOnly, serve: (*api).serveReceiptsConsistency},
+	{Pattern: "/.well-known/ai-market.json", Methods: getOnly, serve: (*api).serveWellKnown},
+	{Pattern: "/ai-market/v2/manifest", Methods: getOnly, serve: (*api).serveManifest},
+	{Pattern: "/ai-market/v2/search", Methods: getOnly, serve: (*api).serveAIMarketSearch},
+	{Pattern: "/ai-market/v2/invoke", Methods: []string{http.MethodPost, http.MethodOptions}, serve: (*api).serveInvoke},
 
 	{Pattern: "/log/checkpoint", Methods: getOnly, serve: (*api).serveCosignedCheckpoint},
 	{Pattern: "/log/tile/{L}/{N...}", Methods: getOnly, serve: serveTileRoute},
