@@ -27,7 +27,7 @@ import (
 // receiptsNode is a node whose receipts log accepts the hub key, served on
 // loopback; reopen closes it and opens a new node over the same data dir.
 type receiptsNode struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	hub  ed25519.PrivateKey
 	node *Node
