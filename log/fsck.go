@@ -32,6 +32,7 @@ type fsck struct {
 	report   *FsckReport
 	pub      ed25519.PublicKey
 	verifier note.Verifier
+	sthType  string // the type member of this log's JSON heads (storedSTHType)
 	logger   *slog.Logger
 }
 
@@ -81,7 +82,27 @@ func (f *fsck) readMeta() error {
 		return corrupt("meta record", err)
 	}
 	f.verifier = v
+	f.sthType = storedSTHType(f.s)
 	return nil
+}
+
+// storedSTHType is the type of the log's JSON heads, read from its latest
+// head: Fsck has no Config, and a receipts log's heads are typed
+// format.ReceiptsSTHType. Anything unreadable counts as the label log's, so
+// the head checks report it.
+func storedSTHType(s kvStore) string {
+	raw, err := s.get(keyLatest)
+	if err != nil {
+		return format.STHType
+	}
+	rec, err := decodeHead(raw)
+	if err != nil {
+		return format.STHType
+	}
+	if _, err := format.ParseTypedSTH(format.ReceiptsSTHType, rec.STH); err == nil {
+		return format.ReceiptsSTHType
+	}
+	return format.STHType
 }
 
 // checkHeads verifies every stored head and returns them by size.
@@ -93,7 +114,7 @@ func (f *fsck) checkHeads() []*headRecord {
 			err = fmt.Errorf("stored under the wrong key")
 		}
 		if err == nil {
-			err = checkHead(rec, f.pub, f.verifier)
+			err = checkHead(rec, f.pub, f.verifier, f.sthType)
 		}
 		if err != nil {
 			f.problem("head %x: %v", k, err)

@@ -27,6 +27,10 @@ type Config struct {
 	Key ed25519.PrivateKey
 	// DID is the did:key of Key, the STH "log" member.
 	DID string
+	// STHType is the type member of the log's JSON heads: "" is
+	// format.STHType (the label log); the receipts log's is
+	// format.ReceiptsSTHType. It never changes for a log.
+	STHType string
 	// Logger receives the log's messages; nil discards them.
 	Logger *slog.Logger
 	// CacheBytes is Pebble's block cache; 0 means 64 MiB.
@@ -177,6 +181,9 @@ func (c *Config) validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.STHType == "" {
+		c.STHType = format.STHType
 	}
 	if c.CacheBytes <= 0 {
 		c.CacheBytes = defaultCacheBytes

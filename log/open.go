@@ -33,11 +33,11 @@ func (l *Log) load() error {
 	if string(meta[ed25519.PublicKeySize:]) != l.cfg.Origin {
 		return fmt.Errorf("opening log: origin %q is not this log's %q", l.cfg.Origin, meta[ed25519.PublicKeySize:])
 	}
-	rec, err := readLatest(l.store, pub, l.verifier)
+	rec, err := readLatest(l.store, pub, l.verifier, l.cfg.STHType)
 	if err != nil {
 		return err
 	}
-	if sth, _ := format.ParseSTH(rec.STH); sth.Log != l.cfg.DID {
+	if sth, _ := format.ParseTypedSTH(l.cfg.STHType, rec.STH); sth.Log != l.cfg.DID {
 		return fmt.Errorf("opening log: DID %q is not this log's %q", l.cfg.DID, sth.Log)
 	}
 	tiles, err := checkTree(l.store, rec)
@@ -81,7 +81,7 @@ func (l *Log) create(pub ed25519.PublicKey) error {
 
 // readLatest reads the latest head and checks both its signatures and that
 // it is the last head stored.
-func readLatest(s kvStore, pub ed25519.PublicKey, v note.Verifier) (*headRecord, error) {
+func readLatest(s kvStore, pub ed25519.PublicKey, v note.Verifier, sthType string) (*headRecord, error) {
 	raw, err := s.get(keyLatest)
 	if err != nil {
 		return nil, corrupt("latest head", err)
@@ -90,7 +90,7 @@ func readLatest(s kvStore, pub ed25519.PublicKey, v note.Verifier) (*headRecord,
 	if err != nil {
 		return nil, corrupt("latest head", err)
 	}
-	if err := checkHead(rec, pub, v); err != nil {
+	if err := checkHead(rec, pub, v, sthType); err != nil {
 		return nil, corrupt("latest head", err)
 	}
 	last, err := firstKey(s, []byte{prefixHead}, []byte{prefixHead + 1}, true)
@@ -105,8 +105,8 @@ func readLatest(s kvStore, pub ed25519.PublicKey, v note.Verifier) (*headRecord,
 
 // checkHead verifies a stored head's two signed forms and that they say what
 // the record says.
-func checkHead(rec *headRecord, pub ed25519.PublicKey, v note.Verifier) error {
-	sth, err := format.VerifySTH(rec.STH, pub)
+func checkHead(rec *headRecord, pub ed25519.PublicKey, v note.Verifier, sthType string) error {
+	sth, err := format.VerifyTypedSTH(sthType, rec.STH, pub)
 	if err != nil {
 		return err
 	}

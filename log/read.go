@@ -48,6 +48,41 @@ func (l *Log) HeadAt(size uint64) (Head, error) {
 	return rec.Head, nil
 }
 
+// HeadIncluding returns the first durable head whose tree holds the entry
+// at index: the head signed by the batch that appended it, so its time is
+// when the entry became durable.
+func (l *Log) HeadIncluding(index uint64) (Head, error) {
+	l.mu.RLock()
+	latest := l.latest
+	l.mu.RUnlock()
+	if index >= latest.Size {
+		return Head{}, ErrNotFound
+	}
+	lower := binary.BigEndian.AppendUint64([]byte{prefixHead}, index+1)
+	it, err := l.store.iter(lower, []byte{prefixHead + 1}, false)
+	if err != nil {
+		return Head{}, fmt.Errorf("reading the head of entry %d: %w", index, err)
+	}
+	var raw []byte
+	for raw == nil && it.next() {
+		// A head above latest's seq was applied but is not yet synced.
+		if k := it.key(); binary.BigEndian.Uint64(k[len(k)-8:]) <= latest.Seq {
+			raw = append([]byte(nil), it.value()...)
+		}
+	}
+	if err := it.close(); err != nil {
+		return Head{}, fmt.Errorf("reading the head of entry %d: %w", index, err)
+	}
+	if raw == nil {
+		return Head{}, ErrNotFound
+	}
+	rec, err := decodeHead(raw)
+	if err != nil {
+		return Head{}, corrupt(fmt.Sprintf("head of entry %d", index), err)
+	}
+	return rec.Head, nil
+}
+
 // Entry returns the label at index.
 func (l *Log) Entry(index uint64) ([]byte, error) {
 	if index >= l.Size() {

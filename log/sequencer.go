@@ -416,7 +416,7 @@ func (l *Log) newHead(tiles *tileState, seq uint64) (*headRecord, error) {
 	}
 	rec := &headRecord{Seq: seq, Head: Head{Size: tiles.size, Root: tiles.root(), Time: t}}
 	var err error
-	if rec.STH, err = format.SignSTH(l.cfg.Key, l.cfg.DID, rec.Size, rec.Root, t); err != nil {
+	if rec.STH, err = format.SignTypedSTH(l.cfg.STHType, l.cfg.Key, l.cfg.DID, rec.Size, rec.Root, t); err != nil {
 		return nil, fmt.Errorf("signing head: %w", err)
 	}
 	cp := format.Checkpoint{Origin: l.cfg.Origin, Size: rec.Size, Root: rec.Root}

@@ -54,6 +54,8 @@ type api struct {
 	events     *eventParts             // /api/v1/security-events, /security-feed.xml; nil: 503
 	mcp        http.Handler            // the MCP face at /mcp; nil: 503
 	webhooks   *webhooks               // the operator's delivery log; nil without subscriptions
+	receipts   *receiptsLog            // the receipts log; nil answers 404
+	agent      *aimarketPeer           // the AIMarket peer routes; nil answers 503
 }
 
 // crawlControl is what the API asks of the node's crawls.

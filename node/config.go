@@ -159,6 +159,11 @@ type Config struct {
 	// the client: from such a peer the rightmost hop outside these prefixes
 	// is the client. Default none: the connection's peer is the client.
 	TrustedProxies []netip.Prefix
+	// ReceiptIssuers are the did:keys (Ed25519) of the AIMarket hubs whose
+	// signed receipt anchors POST /api/v1/receipts/anchors logs, as HISTOR's
+	// HISTOR_RECEIPT_ISSUERS. None, the default: the receipts log is served
+	// but takes no anchors (503).
+	ReceiptIssuers []string
 
 	// Federation: gossip with peers, the witness and the witnesses this
 	// node's checkpoints go to (docs/operations.md, "Federation").
@@ -281,6 +286,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.checkNotify(); err != nil {
+		return err
+	}
+	if err := c.checkReceipts(); err != nil {
 		return err
 	}
 	return c.checkProfile()

@@ -60,7 +60,7 @@ func newIdentity(cfg Config, seed *keys.Seed) (identity, error) {
 	if err != nil {
 		return identity{}, fmt.Errorf("making witness verifier key: %w", err)
 	}
-	return identity{logKey: logKey, did: awr.DIDKey(logPub), logVkey: logVkey, witnessVkey: witnessVkey}, nil
+	return identity{logKey: logKey, did: awr.DIDKey(logPub), logVkey: logVkey, witnessVkey: witnessVkey, aimarketKey: seed.AIMarketKey()}, nil
 }
 
 // renderIssuer renders the issuer answer once the crawler has loaded its

@@ -59,6 +59,9 @@ type Node struct {
 
 	events   *eventParts // security events and their derivation (events.go); nil until Open
 	webhooks *webhooks   // webhook deliveries (webhook.go); nil without subscriptions
+	// receipts is the receipts log (receipts.go); nil until Open; guarded
+	// by mu.
+	receipts *receiptsLog
 }
 
 // New validates cfg, creates DataDir if needed and loads the seed
@@ -291,4 +294,7 @@ type identity struct {
 	logVkey     string
 	witnessVkey string
 	issuerDoc   []byte // the /api/v1/issuer answer, rendered by Open
+	// aimarketKey signs the AIMarket peer's documents, answers and receipts
+	// (aimarket.go); not the log key, as HISTOR keeps the two apart.
+	aimarketKey ed25519.PrivateKey
 }

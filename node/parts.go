@@ -28,6 +28,7 @@ func (n *Node) parts() []part {
 	return []part{
 		{"metrics", n.openMetrics, n.closeMetrics},
 		{"log", n.openLog, n.closeLog},
+		{"receipts", n.openReceipts, n.closeReceipts},
 		{"witness", n.openWitness, n.closeWitness},
 		{"witness submitter", n.openSubmitter, n.closeSubmitter},
 		{"gossip", n.openGossip, n.closeGossip},
@@ -199,6 +200,10 @@ func (n *Node) openAPI(context.Context) error {
 	n.id.issuerDoc = doc
 	a := newAPI(n.log, doc, n.cfg)
 	a.crawls = n.crawls
+	a.receipts = n.receipts
+	if a.agent, err = newAIMarketPeer(n.cfg, n.id.aimarketKey, n.id.did); err != nil {
+		return err
+	}
 	a.fed = n.fed
 	a.events, a.webhooks = n.events, n.webhooks
 	a.mcp = n.mcpFace(a)

@@ -52,6 +52,19 @@ var routeTable = []Route{
 	{Pattern: "/api/v1/admin/webhooks", Methods: getOnly, serve: (*api).serveWebhookLog},
 	{Pattern: "/mcp", Methods: []string{http.MethodPost, http.MethodGet, http.MethodDelete}, serve: (*api).serveMCP},
 
+	// The receipts log (receipts.go) and the AIMarket peer (aimarket.go).
+	{Pattern: "/api/v1/receipts/anchors", Methods: []string{http.MethodPost}, serve: (*api).serveAnchors},
+	{Pattern: "/api/v1/receipts/sth", Methods: getOnly, serve: (*api).serveReceiptsSTH},
+	{Pattern: "/api/v1/receipts/sth/{tree_size}", Methods: getOnly, serve: func(a *api, w http.ResponseWriter, r *http.Request) {
+		a.serveReceiptsSTHAt(w, r, r.PathValue("tree_size"))
+	}},
+	{Pattern: "/api/v1/receipts/proof", Methods: getOnly, serve: (*api).serveReceiptProof},
+	{Pattern: "/api/v1/receipts/proof/consistency", Methods: getOnly, serve: (*api).serveReceiptsConsistency},
+	{Pattern: "/.well-known/ai-market.json", Methods: getOnly, serve: (*api).serveWellKnown},
+	{Pattern: "/ai-market/v2/manifest", Methods: getOnly, serve: (*api).serveManifest},
+	{Pattern: "/ai-market/v2/search", Methods: getOnly, serve: (*api).serveAIMarketSearch},
+	{Pattern: "/ai-market/v2/invoke", Methods: []string{http.MethodPost, http.MethodOptions}, serve: (*api).serveInvoke},
+
 	{Pattern: "/log/checkpoint", Methods: getOnly, serve: (*api).serveCosignedCheckpoint},
 	{Pattern: "/log/tile/{L}/{N...}", Methods: getOnly, serve: serveTileRoute},
 	{Pattern: "/log/tile/entries/{N...}", Methods: getOnly, serve: serveTileRoute},

@@ -18,6 +18,10 @@ import (
 // the signed bytes, so no other signed document can pass for a head.
 const STHType = "histor.sth/v1"
 
+// ReceiptsSTHType is the type member of the heads of the receipts log,
+// HISTOR's second tree; signed like an STHType head, and refused as one.
+const ReceiptsSTHType = "histor.receipts-sth/v1"
+
 // sthTimeLayout is HISTOR's timestamp form: UTC, whole seconds, "Z".
 const sthTimeLayout = "2006-01-02T15:04:05Z"
 
@@ -61,9 +65,9 @@ type sthDoc struct {
 	Signature sthSignature `json:"signature"`
 }
 
-func (s *STH) body() sthBody {
+func (s *STH) body(typ string) sthBody {
 	return sthBody{
-		Type:      STHType,
+		Type:      typ,
 		Log:       s.Log,
 		TreeSize:  s.TreeSize,
 		RootHash:  hex.EncodeToString(s.Root[:]),
@@ -76,12 +80,18 @@ func (s *STH) body() sthBody {
 // would do; the canonical one makes the served bytes reproducible). t is cut
 // to whole seconds.
 func SignSTH(key ed25519.PrivateKey, did string, size uint64, root [32]byte, t time.Time) ([]byte, error) {
+	return SignTypedSTH(STHType, key, did, size, root, t)
+}
+
+// SignTypedSTH is SignSTH for a head whose type member is typ (STHType or
+// ReceiptsSTHType).
+func SignTypedSTH(typ string, key ed25519.PrivateKey, did string, size uint64, root [32]byte, t time.Time) ([]byte, error) {
 	s := STH{Log: did, TreeSize: size, Root: root, Time: t}
-	msg, err := canon.Marshal(s.body())
+	msg, err := canon.Marshal(s.body(typ))
 	if err != nil {
 		return nil, fmt.Errorf("canonicalising head: %w", err)
 	}
-	doc := sthDoc{sthBody: s.body(), Signature: sthSignature{
+	doc := sthDoc{sthBody: s.body(typ), Signature: sthSignature{
 		Alg:                "Ed25519",
 		VerificationMethod: awr.VerificationMethod(did),
 		Value:              base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, msg)),
@@ -93,14 +103,19 @@ func SignSTH(key ed25519.PrivateKey, did string, size uint64, root [32]byte, t t
 // not verify is reported wrapping ErrSignature. It does not check that Log is the did:key of
 // pub; callers that pinned a DID compare it themselves.
 func VerifySTH(doc []byte, pub ed25519.PublicKey) (*STH, error) {
-	s, err := ParseSTH(doc)
+	return VerifyTypedSTH(STHType, doc, pub)
+}
+
+// VerifyTypedSTH is VerifySTH for a head whose type member must be typ.
+func VerifyTypedSTH(typ string, doc []byte, pub ed25519.PublicKey) (*STH, error) {
+	s, err := ParseTypedSTH(typ, doc)
 	if err != nil {
 		return nil, err
 	}
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, errors.New("verifying head: bad public key length")
 	}
-	msg, err := canon.Marshal(s.body())
+	msg, err := canon.Marshal(s.body(typ))
 	if err != nil {
 		return nil, fmt.Errorf("canonicalising head: %w", err)
 	}
@@ -114,7 +129,10 @@ func VerifySTH(doc []byte, pub ed25519.PublicKey) (*STH, error) {
 // rules: no duplicate members, no fraction or exponent, integers within
 // ±(2^53−1), valid UTF-8), with exactly the expected members in their
 // canonical forms. It does not check the signature (see VerifySTH).
-func ParseSTH(doc []byte) (*STH, error) {
+func ParseSTH(doc []byte) (*STH, error) { return ParseTypedSTH(STHType, doc) }
+
+// ParseTypedSTH is ParseSTH for a head whose type member must be typ.
+func ParseTypedSTH(typ string, doc []byte) (*STH, error) {
 	v, err := canon.ParseWith(doc, canon.Limits{MaxDepth: 2, MaxBytes: MaxSTHBytes})
 	if err != nil {
 		return nil, fmt.Errorf("parsing head: %w", err)
@@ -123,21 +141,21 @@ func ParseSTH(doc []byte) (*STH, error) {
 	if !ok {
 		return nil, errors.New("parsing head: not an object")
 	}
-	s, err := parseSTHMembers(m)
+	s, err := parseSTHMembers(m, typ)
 	if err != nil {
 		return nil, fmt.Errorf("parsing head: %w", err)
 	}
 	return s, nil
 }
 
-func parseSTHMembers(m map[string]any) (*STH, error) {
+func parseSTHMembers(m map[string]any, typ string) (*STH, error) {
 	if err := exactMembers(m, "type", "log", "treeSize", "rootHash", "timestamp", "signature"); err != nil {
 		return nil, err
 	}
 	var s STH
 	var ok bool
-	if typ, _ := m["type"].(string); typ != STHType {
-		return nil, fmt.Errorf("type is not %q", STHType)
+	if t, _ := m["type"].(string); t != typ {
+		return nil, fmt.Errorf("type is not %q", typ)
 	}
 	if s.Log, ok = m["log"].(string); !ok || !didKeyRE.MatchString(s.Log) {
 		return nil, errors.New("log is not a did:key")

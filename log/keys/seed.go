@@ -22,6 +22,7 @@ const (
 	LabelLogSigning       = "histor/v1 log-signing"
 	LabelWitnessCosigning = "histor/v1 witness-cosigning"
 	LabelP2PIdentity      = "histor/v1 libp2p-identity"
+	LabelAIMarketProvider = "histor/v1 aimarket-provider"
 )
 
 // Seed is a node's root secret. Its zero value is not usable; get one from
@@ -137,6 +138,10 @@ func (s *Seed) WitnessKey() ed25519.PrivateKey { return s.Derive(LabelWitnessCos
 
 // P2PKey is the node's libp2p host identity.
 func (s *Seed) P2PKey() ed25519.PrivateKey { return s.Derive(LabelP2PIdentity) }
+
+// AIMarketKey signs the node's AIMarket peer documents, answers and interop
+// receipts; as in HISTOR, it is not the label issuer's key.
+func (s *Seed) AIMarketKey() ed25519.PrivateKey { return s.Derive(LabelAIMarketProvider) }
 
 // Derive returns the Ed25519 key for one purpose: HKDF-SHA256 with the seed
 // as input keying material, no salt, and label as info, expanded to an
