@@ -38,7 +38,7 @@ type Run struct {
 	// takes over (e.g. /var/run/netns/sbx); empty means no network at all.
 	NetNS string
 	// Trace, when set, makes runsc trace syscalls into Trace.Dir.
-	Trace *Trace
+	Trace *Tracing
 	// Stdin, Stdout and Stderr are copied through pipes, never handed to
 	// runsc as files (it writes a regular file from offset 0, over what was
 	// there). A nil one is a pipe on the Sandbox instead (Sandbox.Stdin...).
@@ -83,8 +83,8 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Trace asks runsc to log syscalls, from outside the sandbox, into Dir.
-type Trace struct {
+// Tracing asks runsc to log syscalls, from outside the sandbox, into Dir.
+type Tracing struct {
 	Dir      string   // gets runsc.log.*.{run,gofer,boot}.txt; one directory per run
 	Syscalls []string // nil means TraceSyscalls
 	LogSize  int      // bytes of each argument logged; 0 means 512
@@ -94,7 +94,7 @@ type Trace struct {
 var TraceSyscalls = []string{"socket", "connect", "openat", "open", "execve", "execveat",
 	"sendto", "sendmsg", "sendmmsg", "bind", "unlinkat", "renameat", "mkdirat"}
 
-func (t *Trace) flags() []string {
+func (t *Tracing) flags() []string {
 	calls, size := t.Syscalls, t.LogSize
 	if calls == nil {
 		calls = TraceSyscalls

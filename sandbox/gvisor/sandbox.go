@@ -74,7 +74,7 @@ type Sandbox struct {
 
 	stopOnce sync.Once
 	waitOnce sync.Once
-	exit      Exit
+	exit     Exit
 }
 
 // Start writes r's bundle and starts it. The sandbox is killed when ctx
