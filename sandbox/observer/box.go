@@ -85,7 +85,7 @@ func (r *run) runSpec(b *box, pkgDir string, pkgWritable bool, args, env []strin
 		UID: sandboxUID, GID: sandboxUID,
 		Limits: gvisor.Limits{MemoryBytes: l.MemoryBytes, CPUs: l.CPUs, Pids: int64(l.Pids)},
 		NetNS:  b.net.NetnsPath(),
-		Trace:  &gvisor.Trace{Dir: b.trace},
+		Trace:  &gvisor.Tracing{Dir: b.trace},
 	}
 }
 
