@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/histor-observer/histor/sandbox"
+	"github.com/histor-observer/histor/sandbox/rootfs"
 )
 
 // TestReferenceServers observes two reference servers from the npm
@@ -35,5 +36,11 @@ func TestReferenceServers(t *testing.T) {
 				t.Errorf("stages %v, want %v", stages, want)
 			}
 		})
+	}
+	// The roots are shared and mounted read-only: nothing a run does may
+	// change them (a mount point runsc had to create once did).
+	rc := &rootfs.Cache{Dir: o.cfg.RootfsDir}
+	if _, err := rc.Check(rootfs.Node); err != nil {
+		t.Errorf("node root after the runs: %v", err)
 	}
 }
