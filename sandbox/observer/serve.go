@@ -82,13 +82,13 @@ func (r *run) talked(res *stdio.Result, exit gvisor.Exit, stderr *tailBuffer) {
 		r.obs.ServerInfo = res.ServerInfo
 	}
 	r.obs.ProtocolVersion = res.ProtocolVersion
+	if exit.End == gvisor.EndMemory { // also after the listing: a call can end the sandbox
+		r.obs.Detail = joinDetail(r.obs.Detail, "the sandbox reached its memory limit and was killed")
+	}
 	if res.Status == sandbox.StatusOK {
 		r.obs.Tools = res.Tools
 		r.digest(res.Tools)
 		return
-	}
-	if exit.End == gvisor.EndMemory {
-		r.obs.Detail = joinDetail(r.obs.Detail, "the sandbox reached its memory limit and was killed")
 	}
 	if res.Status == sandbox.StatusExited || res.Status == sandbox.StatusTimeout {
 		if tail := pkgs.Tail(stderr.String(), pkgs.TailChars); tail != "" {
