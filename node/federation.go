@@ -43,6 +43,8 @@ type federation struct {
 
 	wit *witness.Witness
 	sub atomic.Pointer[submit.Submitter] // read by gossip's goroutines
+	// policy is the submitter's witness policy, for the Log page; set with sub.
+	policy atomic.Pointer[format.Policy]
 	gos atomic.Pointer[gossip.Node]      // read by the submitter's transport
 	log *hlog.Log
 
@@ -206,6 +208,7 @@ func (n *Node) openSubmitter(context.Context) error {
 	if err != nil {
 		return err
 	}
+	n.fed.policy.Store(policy)
 	n.fed.sub.Store(s)
 	return nil
 }

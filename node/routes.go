@@ -57,6 +57,10 @@ var routeTable = []Route{
 	{Pattern: "/{origin_hash}/checkpoint", Methods: getOnly, serve: (*api).serveWitness},
 	{Pattern: "/api/v1/evidence", Methods: getOnly, serve: (*api).serveEvidenceList},
 	{Pattern: "/api/v1/evidence/{id}", Methods: getOnly, serve: withPathValue("id", (*api).serveEvidenceBundle)},
+
+	// The desk's Log page and the desk's static files (desk_log.go).
+	{Pattern: "/log", Methods: getOnly, serve: (*api).serveDeskLog},
+	{Pattern: "/static/{file}", Methods: getOnly, serve: (*api).serveStatic},
 }
 
 // serveLabelRoute hands a label path to routeLabel, which tells a label
