@@ -87,7 +87,7 @@ func (t *Tree) drawEdge(d *Drawing, base, rx, ry int) {
 		ay := y + rowStep
 		d.Edges = append(d.Edges, Line{x, y, cx, ay})
 		d.Nodes = append(d.Nodes, Node{X: x, Y: y, R: nodeR, Class: class, Title: title})
-		half := colWidth*42/100
+		half := colWidth * 42 / 100
 		d.Triangles = append(d.Triangles, Triangle{
 			Points: fmt.Sprintf("%d,%d %d,%d %d,%d", cx, ay, cx-half, base, cx+half, base),
 			TextX:  cx, TextY: base + nodeR + 14,
