@@ -43,10 +43,11 @@ type federation struct {
 
 	wit *witness.Witness
 	sub atomic.Pointer[submit.Submitter] // read by gossip's goroutines
+	gos atomic.Pointer[gossip.Node]      // read by the submitter's transport
+	log *hlog.Log
+
 	// policy is the submitter's witness policy, for the Log page; set with sub.
 	policy atomic.Pointer[format.Policy]
-	gos    atomic.Pointer[gossip.Node] // read by the submitter's transport
-	log    *hlog.Log
 
 	// ownHead is signalled (never blocking) by the log's OnHead hook; the
 	// head loop reads the latest head when it wakes, so a burst of heads
