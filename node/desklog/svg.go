@@ -157,7 +157,7 @@ func (t *Tree) describe() string {
 	if len(t.Edge) == 0 {
 		return fmt.Sprintf("All %s labels drawn one by one, hashed pairwise up to the signed root.", Comma(t.Size))
 	}
-	return fmt.Sprintf("The signed root over %s labels is built from %d perfect subtrees along the right edge, drawn as triangles with their label counts, and the newest %d labels drawn one by one.",
+	return fmt.Sprintf("The signed root over %s labels is built from %d perfect subtree(s) along the right edge, drawn as triangles with their label counts, and the newest %d labels drawn one by one.",
 		Comma(t.Size), len(t.Edge), len(t.Recent))
 }
 
