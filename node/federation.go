@@ -46,6 +46,9 @@ type federation struct {
 	gos atomic.Pointer[gossip.Node]      // read by the submitter's transport
 	log *hlog.Log
 
+	// policy is the submitter's witness policy, for the Log page; set with sub.
+	policy atomic.Pointer[format.Policy]
+
 	// ownHead is signalled (never blocking) by the log's OnHead hook; the
 	// head loop reads the latest head when it wakes, so a burst of heads
 	// costs one submission.
@@ -206,6 +209,7 @@ func (n *Node) openSubmitter(context.Context) error {
 	if err != nil {
 		return err
 	}
+	n.fed.policy.Store(policy)
 	n.fed.sub.Store(s)
 	return nil
 }

@@ -84,6 +84,9 @@ var routeTable = []Route{
 	{Pattern: "/check", Methods: []string{http.MethodGet, http.MethodPost}, serve: (*api).serveDeskCheck},
 	{Pattern: "/network", Methods: getOnly, serve: (*api).serveDeskNetwork},
 	{Pattern: "/about", Methods: getOnly, serve: (*api).serveDeskAbout},
+	// The desk's Log page and the desk's static files (desk_log.go).
+	{Pattern: "/log", Methods: getOnly, serve: (*api).serveDeskLog},
+	{Pattern: "/static/{file}", Methods: getOnly, serve: (*api).serveStatic},
 }
 
 // serveLabelRoute hands a label path to routeLabel, which tells a label
