@@ -37,6 +37,7 @@ func (n *Node) parts() []part {
 		{"crawler", n.openCrawler, n.closeCrawler},
 		{"catalog", n.openCatalog, n.closeCatalog},
 		{"crawls", n.openCrawls, n.closeCrawls},
+		{"sandbox", n.openSandbox, n.closeSandbox},
 		{"api", n.openAPI, n.closeAPI},
 	}
 }
@@ -174,6 +175,7 @@ func (n *Node) crawlAndReload() func(context.Context) (*crawl.Summary, error) {
 			logger.Error("making our observations for the peer view", "err", oerr)
 		}
 		f.addOwn(ctx, own)
+		n.afterCrawl()
 		return sum, err
 	}
 }
