@@ -1,0 +1,156 @@
+package observer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/sandbox"
+)
+
+// DefaultObserver is the Observation's observer member: which implementation
+// and version of the pipeline wrote it.
+const DefaultObserver = "histor-go/1"
+
+// BehaviourObserver names how behaviour is recorded: runsc's syscall trace
+// read from outside the sandbox, and the traps' records.
+const BehaviourObserver = "histor-gvisor-trace/1"
+
+// Config says where an Observer keeps its state and how far a run may go.
+// Zero values take the defaults named on each field.
+type Config struct {
+	// WorkDir holds one directory per observation (removed when it ends),
+	// runsc's state and the trap CA certificate. Required; created if
+	// missing.
+	WorkDir string
+	// RootfsDir is the cache of Debian roots (rootfs.Cache.Dir). Required.
+	// New builds a missing root with mmdebstrap (minutes) and checks the
+	// digest of each cached one against its record once.
+	RootfsDir string
+	// SkipRootCheck trusts the roots' records instead of recomputing their
+	// digests at New (about 5 s). For tests that build many Observers.
+	SkipRootCheck bool
+	// InstallCache, when set, keeps installed packages keyed by their
+	// registry integrity, so a version installed once is not downloaded
+	// again. Install scripts always run on a copy.
+	InstallCache string
+
+	// NPMRegistry, PyPI and PyPIIndex are sandbox/pkgs' (defaults: the
+	// public registries).
+	NPMRegistry, PyPI, PyPIIndex string
+	// HTTPClient makes the registry requests (default: 30 s per request).
+	HTTPClient *http.Client
+
+	// Runsc is the runsc binary (default: the one on PATH); Platform its
+	// --platform (default systrap).
+	Runsc, Platform string
+
+	// Limits bound every run (default sandbox.DefaultLimits()). Zero
+	// members take the default's value.
+	Limits sandbox.Limits
+	// Concurrency bounds the observations running at once (default: one
+	// per CPU, no more than the memory holds at one run's limit each).
+	Concurrency int
+	// Observer is the Observation's observer member (default DefaultObserver).
+	Observer string
+
+	// Logger receives a line per stage; nil discards.
+	Logger *slog.Logger
+	// Registerer gets the observer's, the runtime's and the traps' metrics;
+	// nil registers none.
+	Registerer prometheus.Registerer
+}
+
+// withDefaults checks c and fills its defaults.
+func (c Config) withDefaults() (Config, error) {
+	if c.WorkDir == "" {
+		return c, errors.New("observer config: WorkDir is required")
+	}
+	if c.RootfsDir == "" {
+		return c, errors.New("observer config: RootfsDir is required")
+	}
+	var err error
+	if c.WorkDir, err = filepath.Abs(c.WorkDir); err != nil {
+		return c, fmt.Errorf("observer config: work dir: %w", err)
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	c.Limits = limitsWithDefaults(c.Limits)
+	if c.Concurrency < 0 {
+		return c, errors.New("observer config: Concurrency must not be negative")
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency(c.Limits.MemoryBytes)
+	}
+	if c.Observer == "" {
+		c.Observer = DefaultObserver
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// limitsWithDefaults fills l's zero members from sandbox.DefaultLimits.
+func limitsWithDefaults(l sandbox.Limits) sandbox.Limits {
+	d := sandbox.DefaultLimits()
+	pick := func(v, def float64) float64 {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	if l.MemoryBytes <= 0 {
+		l.MemoryBytes = d.MemoryBytes
+	}
+	if l.TmpBytes <= 0 {
+		l.TmpBytes = d.TmpBytes
+	}
+	if l.Pids <= 0 {
+		l.Pids = d.Pids
+	}
+	if l.Calls == 0 {
+		l.Calls = d.Calls
+	}
+	l.CPUs = pick(l.CPUs, d.CPUs)
+	l.InstallSeconds = pick(l.InstallSeconds, d.InstallSeconds)
+	l.RunSeconds = pick(l.RunSeconds, d.RunSeconds)
+	l.CallSeconds = pick(l.CallSeconds, d.CallSeconds)
+	l.ReadOnlyRoot = true // the runner has no other mode
+	return l
+}
+
+// DefaultConcurrency is one run per CPU, no more than the available memory
+// holds at memPerRun each (plus a quarter for runsc's own processes), and at
+// least one.
+func DefaultConcurrency(memPerRun int64) int {
+	n := runtime.NumCPU()
+	if avail := availableMemory(); avail > 0 && memPerRun > 0 {
+		n = min(n, int(avail/(memPerRun+memPerRun/4)))
+	}
+	return max(n, 1)
+}
+
+// availableMemory reads MemAvailable from /proc/meminfo; 0 if unknown.
+func availableMemory() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	var kb int64
+	for _, line := range strings.Split(string(data), "\n") {
+		if n, _ := fmt.Sscanf(line, "MemAvailable: %d kB", &kb); n == 1 {
+			return kb << 10
+		}
+	}
+	return 0
+}

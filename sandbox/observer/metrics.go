@@ -1,0 +1,43 @@
+package observer
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/sandbox"
+)
+
+type metrics struct {
+	observations *prometheus.CounterVec
+	seconds      *prometheus.HistogramVec
+	running      prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		observations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "histor_sandbox_observations_total", Help: "Package observations finished, by status.",
+		}, []string{"status"}),
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "histor_sandbox_stage_seconds", Help: "Time spent in each stage of an observation.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
+		}, []string{"stage"}),
+		running: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "histor_sandbox_observations_running", Help: "Observations holding a slot now.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.observations, m.seconds, m.running} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering observer metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) stage(s sandbox.Stage) { m.seconds.WithLabelValues(s.Name).Observe(s.Seconds) }
+
+func (m *metrics) done(s sandbox.Status) { m.observations.WithLabelValues(string(s)).Inc() }
