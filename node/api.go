@@ -51,6 +51,7 @@ type api struct {
 	read       atomic.Pointer[ReadAPI] // the reading API's data; nil until set (servers.go)
 	check      *checker                // POST /api/v1/check; nil answers 503
 	fed        *federation             // witness, cosigned checkpoint, evidence; nil without one
+	packages   *packageView            // the sandbox's runs: census, package member; nil without crawl state
 }
 
 // crawlControl is what the API asks of the node's crawls.

@@ -199,6 +199,7 @@ func (n *Node) openAPI(context.Context) error {
 	a := newAPI(n.log, doc, n.cfg)
 	a.crawls = n.crawls
 	a.fed = n.fed
+	a.packages = n.packageView()
 	a.metrics = n.metrics.handler(n.cfg.Registry, n.cfg.Logger)
 	a.setReadAPI(&ReadAPI{Catalog: n.catalog, PublicBase: n.cfg.PublicURL, CrawlInterval: n.cfg.CrawlInterval, Now: n.cfg.Now})
 	src := checkSources{targets: catalogTargets{n.catalog}, reports: catalogReports{n.catalog}, patterns: n.cr.PatternSet(), view: n.fed.viewMembers}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/state"
@@ -34,6 +36,7 @@ type sandboxPart struct {
 	curated *registry.Curated // nil: the registry's packages only
 	pk      *pkgs.Packages    // resolves the latest version of an unversioned listing
 	now     func() time.Time
+	reg     prometheus.Registerer
 
 	worker       *queue.Worker // the local worker; nil without LocalWorkers
 	closeObserve func() error  // releases the local observer; nil for none
@@ -57,7 +60,7 @@ func (n *Node) openSandbox(ctx context.Context) error {
 		return err
 	}
 	s := &sandboxPart{cfg: c, log: n.cfg.Logger.With("component", "sandbox"), st: n.state, cr: n.cr,
-		catalog: n.catalog, curated: n.cfg.Crawl.Curated, pk: pk, now: n.now, kick: make(chan struct{}, 1)}
+		catalog: n.catalog, curated: n.cfg.Crawl.Curated, pk: pk, now: n.now, reg: n.cfg.registerer(), kick: make(chan struct{}, 1)}
 	local, err := s.localKey()
 	if err != nil {
 		return err
@@ -122,7 +125,7 @@ func (s *sandboxPart) startWorker(ctx context.Context, key string) error {
 	observe := s.cfg.Observe
 	if observe == nil {
 		var err error
-		if observe, s.closeObserve, err = newLocalObserve(ctx, s.cfg, s.log); err != nil {
+		if observe, s.closeObserve, err = newLocalObserve(ctx, s.cfg, s.log, s.reg); err != nil {
 			return fmt.Errorf("starting the local sandbox worker: %w", err)
 		}
 	}
