@@ -55,7 +55,7 @@ func TestServeCrawlsAtStart(t *testing.T) {
 		t.Skip("starts a real node process; skipped under -short")
 	}
 	reg := crawlFixture(t)
-	s := startServe(t, t.TempDir(), "--crawl-interval", "1h", "--registry", reg, "--allow-private-targets")
+	s := startServe(t, t.TempDir(), "--crawl-interval", "1h", "--registry", reg, "--allow-private-targets", "--curated=false")
 	s.waitHealthy(t)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
