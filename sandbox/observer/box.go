@@ -15,10 +15,12 @@ import (
 // hands it.
 const sandboxUID = 65534
 
-// caInSandbox is where the trap CA certificate is mounted: the root's own
-// certificate directory, so a package looking there finds it beside the
-// system's.
-const caInSandbox = "/etc/ssl/certs/histor-trap-ca.pem"
+// caInSandbox is where the trap CA certificate is mounted: over the root's
+// own CA bundle, so every TLS client in the sandbox trusts exactly the trap
+// CA (nothing else is reachable), and over a file the root has, because a
+// mount point runsc had to create would be created in the shared root on
+// the host and change its digest.
+const caInSandbox = "/etc/ssl/certs/ca-certificates.crt"
 
 // box is one sandboxed stage's surroundings: its own trap network, a HOME
 // and a working directory with fresh decoys, a resolv.conf naming the trap,

@@ -163,6 +163,7 @@ func (r *run) install(ctx context.Context) bool {
 	in, err := r.o.install(ctx, r.resolved, filepath.Join(r.dir, "install"))
 	if in != nil {
 		r.obs.Install = in.Record
+		r.obs.Install.Seconds = roundSeconds(in.Record.Seconds)
 	}
 	if err != nil {
 		r.stage("install", r.obs.Install.Status, began, pkgs.DetailOf(err))

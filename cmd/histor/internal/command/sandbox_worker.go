@@ -24,10 +24,17 @@ func sandboxWorkerCommands(d deps) []*cli.Command {
 	return []*cli.Command{sandboxWorkerCommand(d), sandboxWorkerKeyCommand(d)}
 }
 
-// sandboxWorkerGroup registers the worker commands under `histor sandbox`
-// until they join the sandbox command itself as its Subcommands.
-func sandboxWorkerGroup(d deps) *cli.Command {
-	return &cli.Command{Name: "sandbox", Usage: "observe packages in gVisor for a node's queue", Subcommands: sandboxWorkerCommands(d)}
+// withWorkerCommands adds worker and worker-key to the sandbox command as
+// its subcommands. A command with subcommands is passed over by
+// withConfigFile, so the sandbox command's own config-file reading and
+// usage errors are set here.
+func withWorkerCommands(sb *cli.Command, d deps) *cli.Command {
+	sb.Subcommands = append(sb.Subcommands, sandboxWorkerCommands(d)...)
+	sb.Before = configBefore(sb.Flags)
+	if sb.OnUsageError == nil {
+		sb.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError(err) }
+	}
+	return sb
 }
 
 func sandboxWorkerCommand(d deps) *cli.Command {
