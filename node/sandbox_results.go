@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/gowebpki/jcs"
 
 	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/registry"
@@ -158,21 +161,33 @@ func phaseSummary(p sandbox.Phase) sandbox.Phase {
 }
 
 // behaviourRecord is the observation without its tools (those are the
-// tool set's evidence), with the node's version facts, as canonical JSON.
-// A serverInfo canon refuses is left out of the record (the labels carry
-// what the digest needs) rather than losing the run.
+// tool set's evidence), with the node's version facts, as RFC 8785 JSON.
+// Plain RFC 8785 rather than canon: a run's durations are fractions of a
+// second, which AWR/2 refuses in what it signs, and this record is cited by
+// digest, never signed itself. A serverInfo that will not encode (a number
+// JSON cannot hold) is left out rather than losing the run.
 func behaviourRecord(obs *sandbox.Observation, facts *sandbox.VersionFacts) ([]byte, error) {
 	o := *obs
 	o.Tools, o.VersionFacts = nil, facts
-	b, err := canon.Marshal(o)
+	b, err := rfc8785(o)
 	if err != nil && o.ServerInfo != nil {
 		o.ServerInfo = nil
-		b, err = canon.Marshal(o)
+		b, err = rfc8785(o)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("canonicalising the behaviour record: %w", err)
 	}
 	return b, nil
+}
+
+func rfc8785(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return jcs.Transform(buf.Bytes())
 }
 
 // crawlObservation is what the crawler's decision reads of a sandbox run:

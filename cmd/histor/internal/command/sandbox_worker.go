@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
@@ -53,6 +54,7 @@ func sandboxWorkerCommand(d deps) *cli.Command {
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-cert", Usage: "client certificate PEM `FILE` for mTLS", EnvVars: []string{"HISTOR_NATS_TLS_CERT"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-key", Usage: "client key PEM `FILE` for mTLS", EnvVars: []string{"HISTOR_NATS_TLS_KEY"}}),
 			altsrc.NewIntFlag(&cli.IntFlag{Name: "concurrency", Usage: "run at most `N` observations at once (default: one per CPU, as memory allows at 640 MiB each)", EnvVars: []string{"HISTOR_SANDBOX_CONCURRENCY"}}),
+			altsrc.NewDurationFlag(&cli.DurationFlag{Name: "retry-delay", Value: 30 * time.Second, Usage: "a job this host could not observe (the sandbox or a registry failed) goes back for another delivery after `DURATION`", EnvVars: []string{"HISTOR_SANDBOX_RETRY_DELAY"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "sandbox-dir", Usage: "keep the runs' work files and install cache in `DIR` (default: the user cache directory's histor/sandbox)", EnvVars: []string{"HISTOR_SANDBOX_DIR"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "rootfs", Usage: "the Debian roots' cache `DIR` (default: the user cache directory's histor/rootfs)", EnvVars: []string{"HISTOR_ROOTFS_CACHE"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "npm-registry", Usage: "resolve and install npm packages from `URL`", EnvVars: []string{"HISTOR_NPM_REGISTRY"}}),
@@ -89,7 +91,7 @@ func sandboxWorkerAction(c *cli.Context) error {
 	}
 	defer o.Close()
 	w, err := queue.NewWorker(ctx, queue.WorkerConfig{URL: c.String("nats"), SeedFile: c.String("seed"), TLS: tc,
-		Concurrency: c.Int("concurrency"), Observe: node.ObserveJobs(o), Logger: log})
+		Concurrency: c.Int("concurrency"), NakDelay: c.Duration("retry-delay"), Observe: node.ObserveJobs(o), Logger: log})
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("sandbox worker: %w", err)}
 	}
