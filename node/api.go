@@ -56,6 +56,7 @@ type api struct {
 	webhooks   *webhooks               // the operator's delivery log; nil without subscriptions
 	receipts   *receiptsLog            // the receipts log; nil answers 404
 	agent      *aimarketPeer           // the AIMarket peer routes; nil answers 503
+	packages   *packageView            // the sandbox's runs: census, package member; nil without crawl state
 }
 
 // crawlControl is what the API asks of the node's crawls.

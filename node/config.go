@@ -221,6 +221,10 @@ type Config struct {
 	// fed is the federation settings parsed from the fields above by
 	// Validate, so a descriptor file is read once, at start-up.
 	fed *fedSettings
+
+	// Sandbox runs the package sandbox's queue, scheduler and results
+	// handler (SandboxConfig documents each field); off unless Enabled.
+	Sandbox SandboxConfig
 }
 
 // Bounds and defaults of Config.
@@ -289,6 +293,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.checkReceipts(); err != nil {
+		return err
+	}
+	if err := c.checkSandbox(); err != nil {
 		return err
 	}
 	return c.checkProfile()

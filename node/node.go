@@ -44,6 +44,9 @@ type Node struct {
 	cr      *crawl.Crawler
 	catalog *catalog.Catalog
 	crawls  *crawls
+	// sbx is the sandbox part (sandbox.go); nil when it is off. Atomic so
+	// the crawl part, opened before it, can ask it for a round.
+	sbx atomic.Pointer[sandboxPart]
 	// api is read on every request, so it is an atomic rather than under mu;
 	// nil before Open and after Close.
 	api atomic.Pointer[api]

@@ -40,6 +40,7 @@ func (n *Node) parts() []part {
 		{"events", n.openEvents, n.closeEvents},
 		{"webhooks", n.openWebhooks, n.closeWebhooks},
 		{"crawls", n.openCrawls, n.closeCrawls},
+		{"sandbox", n.openSandbox, n.closeSandbox},
 		{"api", n.openAPI, n.closeAPI},
 	}
 }
@@ -178,6 +179,7 @@ func (n *Node) crawlAndReload() func(context.Context) (*crawl.Summary, error) {
 		}
 		f.addOwn(ctx, own)
 		ev.kick()
+		n.afterCrawl()
 		return sum, err
 	}
 }
@@ -207,6 +209,7 @@ func (n *Node) openAPI(context.Context) error {
 	a.fed = n.fed
 	a.events, a.webhooks = n.events, n.webhooks
 	a.mcp = n.mcpFace(a)
+	a.packages = n.packageView()
 	a.metrics = n.metrics.handler(n.cfg.Registry, n.cfg.Logger)
 	a.setReadAPI(&ReadAPI{Catalog: n.catalog, PublicBase: n.cfg.PublicURL, CrawlInterval: n.cfg.CrawlInterval, Now: n.cfg.Now})
 	src := checkSources{targets: catalogTargets{n.catalog}, reports: catalogReports{n.catalog}, patterns: n.cr.PatternSet(), view: n.fed.viewMembers}

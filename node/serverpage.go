@@ -26,6 +26,9 @@ type serverPage struct {
 	// carries them; left out when the node keeps no view.
 	Observers []any          `json:"observers,omitempty"`
 	Agreement map[string]any `json:"agreement,omitempty"`
+	// Package is a package server's sandbox runs (sandbox_view.go); left
+	// out for an endpoint.
+	Package *packageMember `json:"package,omitempty"`
 }
 
 type labelRow struct {
@@ -112,6 +115,11 @@ func (a *api) buildServerPage(c *catalog.Catalog, s *catalog.Server, now time.Ti
 	}
 	if a.fed != nil {
 		if p.Observers, p.Agreement, err = a.fed.viewMembers(s.ID); err != nil {
+			return nil, nil, err
+		}
+	}
+	if a.packages != nil {
+		if p.Package, err = a.packages.member(s); err != nil {
 			return nil, nil, err
 		}
 	}

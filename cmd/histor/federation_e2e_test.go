@@ -138,7 +138,7 @@ func (p *fedProc) descriptor(t *testing.T) string {
 func (p *fedProc) start(t *testing.T) {
 	t.Helper()
 	args := []string{"--log-level", "warn", "serve", "--data", p.data, "--seed", p.seedFile, "--http", p.http, "--origin", p.origin,
-		"--crawl-interval", "0", "--registry", p.registry, "--allow-private-targets", "--operator-token", operatorToken}
+		"--crawl-interval", "0", "--registry", p.registry, "--allow-private-targets", "--curated=false", "--operator-token", operatorToken}
 	for _, a := range p.listen {
 		args = append(args, "--p2p-listen", a)
 	}

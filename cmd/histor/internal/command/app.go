@@ -81,7 +81,7 @@ func newApp(d deps) *cli.App {
 		},
 		Commands: []*cli.Command{
 			serveCommand(d), crawlCommand(d), digestCommand(d), keygenCommand(d), labelCommand(d), auditCommand(d), logCommand(d), demo.Command(),
-			sandboxCommand(d),
+			withWorkerCommands(sandboxCommand(d), d),
 		},
 		Action:    unknownCommand,
 		Reader:    d.stdio.In,

@@ -34,7 +34,7 @@ func sandboxCommand(d deps) *cli.Command {
 			"did; 2 for a malformed SPEC, 3 when the sandbox cannot run here. \"histor sandbox roots\" builds (or checks) " +
 			"the Debian roots in the root cache.",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: "print the observation as JSON"},
+			&cli.BoolFlag{Name: "json", Usage: "print the observation as JSON", EnvVars: []string{"HISTOR_SANDBOX_JSON"}},
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "sandbox-dir", Usage: "keep the sandbox's work files and install cache in `DIR` (default: the user cache directory's histor/sandbox)", EnvVars: []string{"HISTOR_SANDBOX_DIR"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "rootfs", Usage: "the Debian roots' cache `DIR` (default: the user cache directory's histor/rootfs)", EnvVars: []string{"HISTOR_ROOTFS_CACHE"}}),
 			altsrc.NewBoolFlag(&cli.BoolFlag{Name: "no-install-cache", Usage: "install every package afresh instead of reusing an install with the same integrity", EnvVars: []string{"HISTOR_NO_INSTALL_CACHE"}}),

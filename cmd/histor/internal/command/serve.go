@@ -48,7 +48,7 @@ func serveCommand(d deps) *cli.Command {
 			"integrity and refuses to start over a damaged data directory, and serves the HISTOR JSON API under /api/v1/ " +
 			"and C2SP tlog-tiles under /log/ until SIGTERM or SIGINT. With --crawl-interval it crawls in the background, " +
 			"counting from the last recorded crawl, and each crawl signs a head.",
-		Flags: append(append(append(serveFlags(), nodeOnlyFlags()...), crawlFlags()...), federationFlags()...),
+		Flags: append(append(append(append(serveFlags(), nodeOnlyFlags()...), crawlFlags()...), federationFlags()...), sandboxNodeFlags()...),
 		Action: func(c *cli.Context) error {
 			cfg, err := nodeConfig(c)
 			if err != nil {
@@ -112,6 +112,11 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 	federationConfig(c, &cfg)
 	if err := webhookConfig(c, &cfg); err != nil {
 		return node.Config{}, err
+	}
+	if hasFlag(c.Command, "sandbox") {
+		if err := sandboxNodeConfig(c, &cfg); err != nil {
+			return node.Config{}, err
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return node.Config{}, usageError(err)

@@ -1,0 +1,176 @@
+package command
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
+
+	"github.com/histor-observer/histor/node"
+	"github.com/histor-observer/histor/sandbox/observer"
+	"github.com/histor-observer/histor/sandbox/queue"
+)
+
+// sandboxWorkerCommands are the subcommands of `histor sandbox` that serve
+// a node's queue: worker and worker-key.
+func sandboxWorkerCommands(d deps) []*cli.Command {
+	return []*cli.Command{sandboxWorkerCommand(d), sandboxWorkerKeyCommand(d)}
+}
+
+// withWorkerCommands adds worker and worker-key to the sandbox command as
+// its subcommands. A command with subcommands is passed over by
+// withConfigFile, so the sandbox command's own config-file reading and
+// usage errors are set here.
+func withWorkerCommands(sb *cli.Command, d deps) *cli.Command {
+	sb.Subcommands = append(sb.Subcommands, sandboxWorkerCommands(d)...)
+	sb.Before = configBefore(sb.Flags)
+	if sb.OnUsageError == nil {
+		sb.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError(err) }
+	}
+	return sb
+}
+
+func sandboxWorkerCommand(d deps) *cli.Command {
+	return &cli.Command{
+		Name:      "worker",
+		Usage:     "take sandbox jobs from a node's queue, observe each package in gVisor and send the observation back",
+		UsageText: "histor sandbox worker --nats URL --seed FILE [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] [--concurrency N]",
+		Description: "Connects to the node's NATS queue with the NKey in --seed (make one with `histor sandbox worker-key`, and " +
+			"list its public key in the node's --sandbox-worker-key), then observes one job per slot until SIGTERM or SIGINT. " +
+			"A job is acknowledged only once its result is stored; a worker that dies has its jobs redelivered. Needs root, " +
+			"runsc and the Debian roots (built on first start with mmdebstrap).",
+		Flags: []cli.Flag{
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "nats", Usage: "the node's queue `URL`, nats://host:4222 or tls://host:4222", EnvVars: []string{"HISTOR_NATS"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "seed", Usage: "the worker's NKey seed `FILE` (mode 0600)", EnvVars: []string{"HISTOR_SANDBOX_WORKER_SEED"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-ca", Usage: "trust the node's certificate from this PEM `FILE` (implies TLS)", EnvVars: []string{"HISTOR_NATS_TLS_CA"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-cert", Usage: "client certificate PEM `FILE` for mTLS", EnvVars: []string{"HISTOR_NATS_TLS_CERT"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-key", Usage: "client key PEM `FILE` for mTLS", EnvVars: []string{"HISTOR_NATS_TLS_KEY"}}),
+			altsrc.NewIntFlag(&cli.IntFlag{Name: "concurrency", Usage: "run at most `N` observations at once (default: one per CPU, as memory allows at 640 MiB each)", EnvVars: []string{"HISTOR_SANDBOX_CONCURRENCY"}}),
+			altsrc.NewDurationFlag(&cli.DurationFlag{Name: "retry-delay", Value: 30 * time.Second, Usage: "a job this host could not observe (the sandbox or a registry failed) goes back for another delivery after `DURATION`", EnvVars: []string{"HISTOR_SANDBOX_RETRY_DELAY"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "sandbox-dir", Usage: "keep the runs' work files and install cache in `DIR` (default: the user cache directory's histor/sandbox)", EnvVars: []string{"HISTOR_SANDBOX_DIR"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "rootfs", Usage: "the Debian roots' cache `DIR` (default: the user cache directory's histor/rootfs)", EnvVars: []string{"HISTOR_ROOTFS_CACHE"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "npm-registry", Usage: "resolve and install npm packages from `URL`", EnvVars: []string{"HISTOR_NPM_REGISTRY"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "pypi", Usage: "the PyPI JSON API's base `URL`", EnvVars: []string{"HISTOR_PYPI"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "pypi-index", Usage: "the PEP 503 simple index pip installs from, `URL`", EnvVars: []string{"HISTOR_PYPI_INDEX"}}),
+			altsrc.NewBoolFlag(&cli.BoolFlag{Name: "skip-root-check", Usage: "trust the roots' records instead of recomputing their digests", EnvVars: []string{"HISTOR_SKIP_ROOT_CHECK"}}),
+		},
+		Action: func(c *cli.Context) error { return sandboxWorkerAction(c) },
+	}
+}
+
+func sandboxWorkerAction(c *cli.Context) error {
+	if c.String("nats") == "" || c.String("seed") == "" {
+		return usageError(errors.New("sandbox worker: --nats and --seed are required"))
+	}
+	log, err := logger(c, c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	tc, err := workerTLS(c)
+	if err != nil {
+		return usageError(err)
+	}
+	ocfg, err := workerObserverConfig(c)
+	if err != nil {
+		return err
+	}
+	ocfg.Logger = log
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	o, err := observer.New(ctx, ocfg)
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("sandbox worker: %w", err)}
+	}
+	defer o.Close()
+	w, err := queue.NewWorker(ctx, queue.WorkerConfig{URL: c.String("nats"), SeedFile: c.String("seed"), TLS: tc,
+		Concurrency: c.Int("concurrency"), NakDelay: c.Duration("retry-delay"), Observe: node.ObserveJobs(o), Logger: log})
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("sandbox worker: %w", err)}
+	}
+	defer w.Close()
+	log.Info("sandbox worker taking jobs", "worker", w.Name(), "queue", c.String("nats"))
+	if err := w.Run(ctx); err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("sandbox worker: %w", err)}
+	}
+	return nil
+}
+
+func workerObserverConfig(c *cli.Context) (observer.Config, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil && (c.String("sandbox-dir") == "" || c.String("rootfs") == "") {
+		return observer.Config{}, usageError(fmt.Errorf("sandbox worker: no user cache directory; give --sandbox-dir and --rootfs: %w", err))
+	}
+	dir := c.String("sandbox-dir")
+	if dir == "" {
+		dir = filepath.Join(cache, "histor", "sandbox")
+	}
+	roots := c.String("rootfs")
+	if roots == "" {
+		roots = filepath.Join(cache, "histor", "rootfs")
+	}
+	return observer.Config{
+		WorkDir: filepath.Join(dir, "work"), RootfsDir: roots, InstallCache: filepath.Join(dir, "installs"),
+		SkipRootCheck: c.Bool("skip-root-check"), NPMRegistry: c.String("npm-registry"), PyPI: c.String("pypi"),
+		PyPIIndex: c.String("pypi-index"), Concurrency: c.Int("concurrency"),
+	}, nil
+}
+
+// workerTLS is the worker's TLS: the node's CA and, for mTLS, a client
+// certificate. Nil (plaintext) when none of the three is given.
+func workerTLS(c *cli.Context) (*tls.Config, error) {
+	ca, cert, key := c.String("tls-ca"), c.String("tls-cert"), c.String("tls-key")
+	if ca == "" && cert == "" && key == "" {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate", ca)
+		}
+	}
+	if (cert == "") != (key == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if cert != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("loading the client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
+}
+
+func sandboxWorkerKeyCommand(d deps) *cli.Command {
+	return &cli.Command{
+		Name:      "worker-key",
+		Usage:     "make a sandbox worker's NKey: write its seed to FILE (mode 0600) and print its public key",
+		UsageText: "histor sandbox worker-key FILE",
+		Description: "The public key (U…) goes into the node's --sandbox-worker-key; the seed stays on the worker's host and " +
+			"is its password. An existing FILE is never replaced.",
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageError(errors.New("sandbox worker-key: want exactly one FILE"))
+			}
+			pub, err := queue.CreateSeedFile(c.Args().First())
+			if err != nil {
+				return &exitError{code: 1, err: fmt.Errorf("sandbox worker-key: %w", err)}
+			}
+			fmt.Fprintln(d.stdio.Out, pub)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,50 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/sandbox/observer"
+	"github.com/histor-observer/histor/sandbox/queue"
+)
+
+// ObserveJobs is a worker's Observe over the sandbox observer o: it
+// observes the job's package and sends the observation back. A run that
+// ended in an infrastructure status (busy, sandbox-unavailable,
+// inspection-failed) says nothing of the package, so it is an error: the
+// job goes back for another delivery, perhaps on another host, and after
+// the last one the node records it as poisoned.
+func ObserveJobs(o *observer.Observer) queue.Observe {
+	return func(ctx context.Context, job queue.Job) (queue.Result, error) {
+		obs, err := o.Observe(ctx, job.Target, observer.Options{})
+		if err != nil {
+			return queue.Result{}, fmt.Errorf("observing %s: %w", job.Target, err)
+		}
+		if obs.Status.Infrastructure() {
+			return queue.Result{}, fmt.Errorf("observing %s: %s: %s", job.Target, obs.Status, obs.Detail)
+		}
+		b, err := json.Marshal(obs)
+		if err != nil {
+			return queue.Result{}, fmt.Errorf("encoding the observation of %s: %w", job.Target, err)
+		}
+		return queue.Result{Observation: b}, nil
+	}
+}
+
+// newLocalObserve starts the sandbox observer for the node's own worker.
+// It returns the function that releases the observer.
+func newLocalObserve(ctx context.Context, c SandboxConfig, log *slog.Logger, reg prometheus.Registerer) (queue.Observe, func() error, error) {
+	o, err := observer.New(ctx, observer.Config{
+		WorkDir: c.WorkDir, RootfsDir: c.RootfsDir, InstallCache: c.WorkDir + "/installs",
+		NPMRegistry: c.NPMRegistry, PyPI: c.PyPI, Limits: c.Limits, Concurrency: c.LocalWorkers,
+		Logger: log, Registerer: reg,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return ObserveJobs(o), o.Close, nil
+}
