@@ -166,6 +166,7 @@ func (s *sandboxPart) enqueue(ctx context.Context, t registry.Target, spec strin
 		s.log.Warn("package target with an unusable spec", "target", t.ID, "spec", spec, "err", err)
 		return false, nil
 	}
+	job.Env = t.Env // the registry checked the names; each gets a placeholder
 	err = s.q.Enqueue(ctx, job)
 	if errors.Is(err, queue.ErrDuplicate) {
 		return false, nil

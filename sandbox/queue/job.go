@@ -29,6 +29,9 @@ type Job struct {
 	// Token is a per-job random secret (256 bits, hex) that keys the
 	// result's binding. Only the node and the worker that took the job know it.
 	Token string `json:"token"`
+	// Env names the environment variables the package's registry entry
+	// declares; each gets a recognisable placeholder in the run.
+	Env []string `json:"env,omitempty"`
 }
 
 // Result is what a worker sends back for one job.
