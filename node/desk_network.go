@@ -66,7 +66,7 @@ func policyWords(p *format.Policy, cp []byte) string {
 	}
 	names := make([]string, len(p.Witnesses))
 	for i, w := range p.Witnesses {
-		names[i] = w.Name
+		names[i] = w.Cosigner.Name // the name its signature lines carry; w.Name means nothing outside the policy file
 	}
 	_, cosigned, err := p.Verify(cp)
 	met := "meets it"
