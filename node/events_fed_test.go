@@ -63,8 +63,8 @@ func TestSecurityEventsOfAFederation(t *testing.T) {
 		}
 		want := map[string]bool{
 			w.twoFaced.id() + ": observers saw different tool definitions": false,
-			w.forkedLog.origin + ": two log heads that cannot be one tree":  false,
-			weatherName + ": tool definitions changed":                      false,
+			w.forkedLog.origin + ": two log heads that cannot be one tree": false,
+			weatherName + ": tool definitions changed":                     false,
 		}
 		for _, it := range feed.Items {
 			if _, ok := want[it.Title]; ok {
