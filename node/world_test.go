@@ -35,6 +35,8 @@ type world struct {
 	twoFaced  *worldServer
 	notes     *worldServer
 	forkedLog *fedNode // f1, whose key also signs f2's other tree
+	// crawled is when each observer's last crawl ended.
+	crawled map[*fedNode]time.Time
 }
 
 // The servers' names as the registry lists them.
@@ -105,7 +107,7 @@ func fromB(r *http.Request) bool {
 // traffic, so callers skip it under -short.
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	w := &world{hooks: newHookReceiver(t, http.StatusOK)}
+	w := &world{hooks: newHookReceiver(t, http.StatusOK), crawled: map[*fedNode]time.Time{}}
 	w.weather = newWorldServer(t, weatherName, "forecast", "Returns the forecast for a city.", nil)
 	w.twoFaced = newWorldServer(t, twoFacedName, "lookup", "Looks a word up in the dictionary.",
 		func(r *http.Request, d string) string {
@@ -155,19 +157,17 @@ func (w *world) startObservers(t *testing.T, registry string) {
 func (w *world) crawlBoth(t *testing.T) {
 	t.Helper()
 	for _, fn := range []*fedNode{w.a, w.b} {
-		crawlNow(t, fn)
+		w.crawl(t, fn)
 	}
 }
 
-var lastCrawl = map[*fedNode]time.Time{}
-
-func crawlNow(t *testing.T, fn *fedNode) {
+func (w *world) crawl(t *testing.T, fn *fedNode) {
 	t.Helper()
-	if sec := lastCrawl[fn].Truncate(time.Second); !time.Now().Truncate(time.Second).After(sec) {
+	if sec := w.crawled[fn].Truncate(time.Second); !time.Now().Truncate(time.Second).After(sec) {
 		time.Sleep(time.Until(sec.Add(time.Second)))
 	}
 	_, err := fn.node.crawls.run(context.Background())
-	lastCrawl[fn] = time.Now()
+	w.crawled[fn] = time.Now()
 	if err != nil {
 		t.Fatalf("crawl of %s: %v", fn.name, err)
 	}
@@ -190,7 +190,7 @@ func (w *world) awaitSplit(t *testing.T) {
 		if try == 5 {
 			t.Fatalf("a never held %s split: %v", twoFacedName, w.a.node.fed.splitServers())
 		}
-		crawlNow(t, w.b)
+		w.crawl(t, w.b)
 	}
 }
 
