@@ -277,6 +277,13 @@ func (s *sweep) answers(w *world, ids, changes []string) {
 		"/api/v1/evidence", "/api/v1/issuer", "/api/v1/stats", "/health"} {
 		s.getJSON(p)
 	}
+	// The census comes with the sandbox part; read it where the node has it.
+	if status, body := s.from(s.fn, http.MethodGet, "/api/v1/census", "", nil); status == http.StatusOK {
+		s.n++
+		s.json("GET /api/v1/census", body)
+	} else {
+		s.t.Logf("/api/v1/census answers %d; not swept", status)
+	}
 	for _, id := range ids {
 		s.getJSON("/api/v1/servers/" + id)
 	}
