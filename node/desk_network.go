@@ -2,11 +2,13 @@ package node
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/desk"
 )
@@ -34,6 +36,9 @@ func (a *api) networkView() (*desk.NetworkView, error) {
 	}
 	v.Self.DID = f.self
 	v.Self.Cosigners = cosigners(f.cosignedCheckpoint(head), v.Self.Origin)
+	if p := f.policy.Load(); p != nil && head.STH != nil {
+		v.Policy = policyWords(p, f.cosignedCheckpoint(head))
+	}
 	if f.wit != nil {
 		list, err := f.wit.ListEvidence()
 		if err != nil {
@@ -51,6 +56,25 @@ func (a *api) networkView() (*desk.NetworkView, error) {
 	}
 	v.Observers = f.checkedObservers(v.Evidence)
 	return v, nil
+}
+
+// policyWords says when this log's head counts as witnessed, and whether
+// the newest one does: the policy the Log page checks in the browser.
+func policyWords(p *format.Policy, cp []byte) string {
+	if p.Quorum == "none" {
+		return "Witness policy: a head of this log counts as witnessed without any cosignature."
+	}
+	names := make([]string, len(p.Witnesses))
+	for i, w := range p.Witnesses {
+		names[i] = w.Cosigner.Name // the name its signature lines carry; w.Name means nothing outside the policy file
+	}
+	_, cosigned, err := p.Verify(cp)
+	met := "meets it"
+	if err != nil {
+		met = "does not meet it yet"
+	}
+	return fmt.Sprintf("Witness policy: a head of this log counts as witnessed when the quorum %q of its %d listed witnesses (%s) cosigns it. "+
+		"The newest head, cosigned by %d of them, %s.", p.Quorum, len(names), strings.Join(names, ", "), len(cosigned), met)
 }
 
 // checkedObservers are the peers whose heads this node checked, by did,

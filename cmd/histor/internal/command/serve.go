@@ -107,6 +107,7 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		ScansPerHour:      checks.scansPerHour,
 		MaxCheckClients:   checks.maxClients,
 		TrustedProxies:    checks.proxies,
+		ReceiptIssuers:    c.StringSlice("receipt-issuer"),
 		Logger:            log,
 	}
 	federationConfig(c, &cfg)
@@ -150,6 +151,9 @@ func nodeOnlyFlags() []cli.Flag {
 			"signs webhooks; needs --webhook-secret-file", EnvVars: []string{"HISTOR_WEBHOOK"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "webhook-secret-file", Usage: "`FILE` holding the --webhook secret (at least 32 characters; " +
 			"a final newline is dropped)", EnvVars: []string{"HISTOR_WEBHOOK_SECRET_FILE"}}),
+		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "receipt-issuer", Usage: "log the signed receipt anchors of the AIMarket hub `DID` " +
+			"(an Ed25519 did:key; repeat the flag for each hub) at POST /api/v1/receipts/anchors; none: that route accepts nothing",
+			EnvVars: []string{"HISTOR_RECEIPT_ISSUERS"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "trusted-proxies", Usage: "`CIDRS` (comma-separated, e.g. 10.0.0.0/8,fd00::/8) of the reverse " +
 			"proxies whose X-Forwarded-For names the client; default none: the connection's peer is the client", EnvVars: []string{"HISTOR_TRUSTED_PROXIES"}}),
 	}
