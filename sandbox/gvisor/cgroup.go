@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // cgroupsPath is the OCI linux.cgroupsPath of run id.
@@ -61,11 +62,21 @@ func readCounter(file, name string) (int, bool) {
 	return 0, false
 }
 
+// SweepGrace is how old a cgroup must be before Sweep takes it for a
+// leftover. runsc creates a run's cgroups before it moves the sandbox into
+// them, so another runtime's run (another state directory, another
+// process: Sweep cannot see its containers) has an empty cgroup for a
+// moment at its start, and removing it then fails that run. No start takes
+// anywhere near this long; a leftover waits for the next sweep.
+const SweepGrace = 2 * time.Minute
+
 // Sweep removes what killed runs left behind: every container in the state
-// directory (it belongs to this Runtime), the cgroups of our runs that no
-// longer run, and the runsc-* cgroups `runsc do` leaves when it is killed.
-// A cgroup that still holds processes cannot be removed (EBUSY), so a live
-// sandbox of another runtime is never touched.
+// directory (it belongs to this Runtime), and the cgroups of our runs and
+// the runsc-* cgroups `runsc do` leaves when it is killed, but only those
+// older than the sweep grace (Config.SweepGrace) whose container is not
+// live in the state directory. A cgroup that still holds processes cannot
+// be removed (EBUSY), so a live sandbox of another runtime is never
+// touched, and the grace spares one that is still starting.
 func (r *Runtime) Sweep(ctx context.Context) error {
 	out, err := r.control("list", "-quiet")
 	if err != nil {
@@ -79,7 +90,7 @@ func (r *Runtime) Sweep(ctx context.Context) error {
 		r.destroy(id)
 		r.metrics.swept.Inc()
 	}
-	for _, dir := range r.staleCgroups() {
+	for _, dir := range r.staleCgroups(time.Now()) {
 		if err := os.Remove(dir); err == nil {
 			r.log.Info("swept stale cgroup", "dir", dir)
 			r.metrics.swept.Inc()
@@ -90,7 +101,10 @@ func (r *Runtime) Sweep(ctx context.Context) error {
 	return nil
 }
 
-func (r *Runtime) staleCgroups() []string {
+// staleCgroups are the cgroup directories Sweep may remove at now: ours or
+// runsc do's, made more than the grace before now, of no container live in
+// the state directory.
+func (r *Runtime) staleCgroups(now time.Time) []string {
 	var dirs []string
 	for _, pattern := range []string{
 		filepath.Join(r.cgroups, "*", CgroupParent, IDPrefix+"*"),
@@ -100,10 +114,19 @@ func (r *Runtime) staleCgroups() []string {
 	} {
 		m, _ := filepath.Glob(pattern)
 		for _, d := range m {
-			if isDir(d) {
-				dirs = append(dirs, d)
+			fi, err := os.Stat(d)
+			if err != nil || !fi.IsDir() || now.Sub(fi.ModTime()) < r.grace || r.live(filepath.Base(d)) {
+				continue
 			}
+			dirs = append(dirs, d)
 		}
 	}
 	return dirs
+}
+
+// live reports whether container id has runsc state in this Runtime's
+// state directory: its run may still be in progress.
+func (r *Runtime) live(id string) bool {
+	state, _ := filepath.Glob(filepath.Join(r.state, id+"_sandbox:*"))
+	return len(state) > 0
 }

@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -29,7 +28,16 @@ type Lists struct {
 	Persist      []string // prefixes relative to Home
 	Scratch      []string // absolute prefixes outside which any write counts as persistent
 	QuietSockets []string // unix sockets the C library tries by itself
-	Resolvers    []string // "address:port" of the only resolver, never a finding
+	Resolvers    []string // "address:port" of the only resolver, never a finding; see WithResolver
+}
+
+// WithResolver is l with a (port 53, UDP and TCP) as the run's resolver:
+// the name server resolv.conf names, whose lookups the DNS trap records by
+// name, so the connections to it are not findings of their own. Each run
+// has its own trap address, so this is set per run.
+func (l Lists) WithResolver(a netip.Addr) Lists {
+	l.Resolvers = append(slices.Clip(l.Resolvers), netip.AddrPortFrom(a.Unmap(), 53).String())
+	return l
 }
 
 // HISTORLists are HISTOR's DECOYS, PERSIST and quiet sockets for a HOME and
@@ -77,10 +85,13 @@ func (l Lists) Ignore(c Connection) bool {
 	if c.Family == "unix" {
 		return c.Address == "" && !c.Unresolved || c.Address == "@" || slices.Contains(l.QuietSockets, c.Address)
 	}
-	if slices.Contains(l.Resolvers, c.Address+":"+strconv.Itoa(c.Port)) {
+	a, err := netip.ParseAddr(c.Address)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	if slices.Contains(l.Resolvers, netip.AddrPortFrom(a, uint16(c.Port)).String()) {
 		return true
 	}
-	a, err := netip.ParseAddr(c.Address)
-	a = a.Unmap()
-	return err == nil && (a.IsLoopback() || a.IsUnspecified())
+	return a.IsLoopback() || a.IsUnspecified()
 }

@@ -38,7 +38,7 @@ var (
 	// socket: AF_X, SOCK_Y|FLAGS, PROTO
 	socketRE = regexp.MustCompile(`^(AF_\w+), (SOCK_\w+)`)
 	// the socket argument of connect/send*: 0xFD socket:[N]
-	sockFDRE = regexp.MustCompile(`^0x([0-9a-f]+) socket:\[\d+\]`)
+	sockFDRE = regexp.MustCompile(`^0x([0-9a-f]+) (socket:\[\d+\])`)
 	addrRE   = regexp.MustCompile(`\{Family: (AF_\w+), (?:Addr: ([^,}]*)(?:, Port: (\d+))?|error extracting address[^}]*)\}`)
 	// sendmsg/sendmmsg: {name=0x..., namelen=N, ...
 	namelenRE = regexp.MustCompile(`namelen=(\d+)`)
@@ -81,7 +81,7 @@ func (p *parser) socket(e event) {
 func (p *parser) connection(ph *phaseSets, e event) {
 	fm := sockFDRE.FindStringSubmatch(e.args)
 	if fm == nil {
-		p.reason(ReasonUnparsed)
+		p.phaseReason(ph, ReasonUnparsed)
 		return
 	}
 	fd, _ := strconv.ParseInt(fm[1], 16, 32)
@@ -91,12 +91,8 @@ func (p *parser) connection(ph *phaseSets, e event) {
 	}
 	m := addrRE.FindStringSubmatch(e.args)
 	if m == nil {
-		if e.call == "connect" || p.namedSend(e) {
-			p.reason(ReasonUnresolvedSocket)
-			c := Connection{Syscall: e.call, Protocol: proto, Errno: e.errno, Unresolved: true}
-			ph.network[c] = true
-		}
-		return // a send on a connected socket: its connect was recorded
+		p.unaddressed(ph, e, proto, fm[2])
+		return
 	}
 	c := Connection{Syscall: e.call, Family: family(m[1]), Protocol: proto, Errno: e.errno,
 		Address: strings.Trim(strings.TrimSpace(m[2]), `"`)}
@@ -105,21 +101,65 @@ func (p *parser) connection(ph *phaseSets, e event) {
 		c.Protocol = "unix"
 		c.Unresolved = !strings.Contains(m[0], "Addr:")
 	}
-	if c.Unresolved {
-		p.reason(ReasonUnresolvedSocket)
-	} else if c.Family != "inet" && c.Family != "inet6" && c.Family != "unix" {
-		p.reason(ReasonUnparsed)
+	if e.call == "connect" && (e.ok() || e.errno == errInProgress) {
+		p.peers[fm[2]] = c
 	}
-	if p.c.Ignore(c) {
+	p.record(ph, c)
+}
+
+// errInProgress is EINPROGRESS: a non-blocking connect under way, whose
+// socket is as good as connected for what it sends next.
+const errInProgress = 115
+
+// record keeps c in ph unless the classifier ignores it; a destination the
+// trace could not show, or a family it does not know, makes ph incomplete.
+func (p *parser) record(ph *phaseSets, c Connection) {
+	if c.Unresolved {
+		p.phaseReason(ph, ReasonUnresolvedSocket)
+	} else if c.Family != "inet" && c.Family != "inet6" && c.Family != "unix" {
+		p.phaseReason(ph, ReasonUnparsed)
+	}
+	if !c.Unresolved && p.c.Ignore(c) {
 		return
 	}
 	ph.network[c] = true
 }
 
-// namedSend reports whether a sendmsg/sendmmsg names a destination the
-// trace does not print (sendto prints its address).
+// unaddressed handles a connect or send whose destination the trace did not
+// print. A connect's destination is then unknown. A send goes to its
+// socket's connected peer, where that is certain: always on a stream
+// socket (its peer is fixed), and on a datagram socket only when the send
+// names no destination. This runsc prints neither sendmmsg's messages nor
+// their names, so a sendmmsg on a datagram socket is taken to go to its
+// peer only when that peer is the resolver (the C library's own lookup,
+// which connects and then sends its questions that way); anywhere else
+// it is unresolved. A send without a name on a socket whose connect the
+// trace never showed (an accepted connection, a socketpair) reaches only
+// something inside the sandbox and is not recorded.
+func (p *parser) unaddressed(ph *phaseSets, e event, proto, sock string) {
+	unresolved := Connection{Syscall: e.call, Protocol: proto, Errno: e.errno, Unresolved: true}
+	if e.call == "connect" {
+		p.record(ph, unresolved)
+		return
+	}
+	named := p.namedSend(e)
+	peer, connected := p.peers[sock]
+	switch {
+	case connected && proto != "udp":
+		p.record(ph, peer)
+	case connected && e.call == "sendmmsg" && !peer.Unresolved && p.c.Ignore(peer):
+		p.record(ph, peer)
+	case connected && e.call != "sendmmsg" && !named:
+		p.record(ph, peer)
+	case named || proto == "udp" && e.call == "sendmmsg":
+		p.record(ph, unresolved)
+	}
+}
+
+// namedSend reports whether a sendmsg names a destination the trace does
+// not print (sendto prints its address; sendmmsg prints no names at all).
 func (p *parser) namedSend(e event) bool {
-	if e.call == "sendto" {
+	if e.call != "sendmsg" {
 		return false
 	}
 	m := namelenRE.FindStringSubmatch(e.args)
@@ -143,14 +183,14 @@ func (p *parser) open(ph *phaseSets, e event) {
 	if e.call == "open" {
 		m := openRE.FindStringSubmatch(e.args)
 		if m == nil {
-			p.reason(ReasonUnparsed)
+			p.phaseReason(ph, ReasonUnparsed)
 			return
 		}
 		name, flags = m[1], m[2]
 	} else {
 		m := openatRE.FindStringSubmatch(e.args)
 		if m == nil {
-			p.reason(ReasonUnparsed)
+			p.phaseReason(ph, ReasonUnparsed)
 			return
 		}
 		dir, name, flags = m[1], m[2], m[3]
@@ -158,7 +198,7 @@ func (p *parser) open(ph *phaseSets, e event) {
 	if !e.ok() {
 		return // a failed open read nothing and wrote nothing
 	}
-	full, resolved := p.resolve(dir, name)
+	full, resolved := p.resolve(ph, dir, name)
 	if p.c.Decoy(full) || !resolved && p.c.Decoy(path.Join("/", name)) {
 		ph.decoys[clip(full, 160)] = true
 	}
@@ -180,14 +220,14 @@ func writing(flags string) bool {
 
 // resolve joins a relative path to the directory runsc printed beside its
 // dirfd. Without one, the path stays as given and the trace is incomplete.
-func (p *parser) resolve(dir, name string) (string, bool) {
+func (p *parser) resolve(ph *phaseSets, dir, name string) (string, bool) {
 	if strings.HasPrefix(name, "/") {
 		return path.Clean(name), true
 	}
 	if strings.HasPrefix(dir, "/") {
 		return path.Join(dir, name), true
 	}
-	p.reason(ReasonRelativePath)
+	p.phaseReason(ph, ReasonRelativePath)
 	return name, false
 }
 
@@ -196,14 +236,14 @@ func (p *parser) exec(ph *phaseSets, e event) {
 	if e.call == "execve" {
 		m := execveRE.FindStringSubmatch(e.args)
 		if m == nil {
-			p.reason(ReasonUnparsed)
+			p.phaseReason(ph, ReasonUnparsed)
 			return
 		}
 		name, argv = m[1], m[2]
 	} else {
 		m := execveatRE.FindStringSubmatch(e.args)
 		if m == nil {
-			p.reason(ReasonUnparsed)
+			p.phaseReason(ph, ReasonUnparsed)
 			return
 		}
 		dir, name, argv = m[1], m[2], m[3]
@@ -211,7 +251,7 @@ func (p *parser) exec(ph *phaseSets, e event) {
 	if !e.ok() || e.pid == 1 {
 		return // PID 1's execs are the entry point's own chain
 	}
-	full, _ := p.resolve(dir, name)
+	full, _ := p.resolve(ph, dir, name)
 	words := []string{path.Base(full)}
 	for i, a := range quotedRE.FindAllStringSubmatch(argv, 6) {
 		if i > 0 {
@@ -247,14 +287,14 @@ func (p *parser) change(ph *phaseSets, e event) {
 		}
 	}
 	if len(paths) == 0 {
-		p.reason(ReasonUnparsed)
+		p.phaseReason(ph, ReasonUnparsed)
 		return
 	}
 	if !e.ok() {
 		return
 	}
 	for _, dn := range paths {
-		if full, _ := p.resolve(dn[0], dn[1]); p.c.PersistentWrite(full) {
+		if full, _ := p.resolve(ph, dn[0], dn[1]); p.c.PersistentWrite(full) {
 			ph.writes[clip(full, 160)] = true
 		}
 	}

@@ -50,6 +50,9 @@ type Config struct {
 	// CgroupRoot is where the cgroup hierarchies are mounted; empty means
 	// /sys/fs/cgroup.
 	CgroupRoot string
+	// SweepGrace is how old a leftover cgroup must be before Sweep removes
+	// it; zero means SweepGrace.
+	SweepGrace time.Duration
 	// Logger receives what the runtime does; nil discards.
 	Logger *slog.Logger
 	// Registerer, when set, gets the run metrics.
@@ -62,6 +65,7 @@ type Runtime struct {
 	state    string
 	platform string
 	cgroups  string
+	grace    time.Duration
 	log      *slog.Logger
 	metrics  *metrics
 	version  Version
@@ -128,7 +132,10 @@ func newRuntime(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving state directory: %w", err)
 	}
-	r := &Runtime{runsc: bin, state: state, platform: cfg.Platform, cgroups: cfg.CgroupRoot, log: cfg.Logger}
+	r := &Runtime{runsc: bin, state: state, platform: cfg.Platform, cgroups: cfg.CgroupRoot, grace: cfg.SweepGrace, log: cfg.Logger}
+	if r.grace <= 0 {
+		r.grace = SweepGrace
+	}
 	if r.platform == "" {
 		r.platform = DefaultPlatform
 	}
@@ -195,8 +202,7 @@ func (r *Runtime) control(args ...string) ([]byte, error) {
 
 // leftover reports whether runsc state or a cgroup of container id exists.
 func (r *Runtime) leftover(id string) bool {
-	state, _ := filepath.Glob(filepath.Join(r.state, id+"_sandbox:*"))
-	return len(state) > 0 || len(r.cgroupDirs(id)) > 0
+	return r.live(id) || len(r.cgroupDirs(id)) > 0
 }
 
 // destroy kills and deletes container id and removes its cgroups. Every

@@ -66,9 +66,14 @@ type PhaseTrace struct {
 	Decoys    []string     // decoy files opened successfully
 	Writes    []string     // paths written that would persist
 	Truncated bool         // a list hit MaxList
+	// Reasons are why this phase's record is incomplete: what its own
+	// lines could not attribute, and what is wrong with the whole trace
+	// (missing, empty, lines outside every phase, cut short). Sorted.
+	Reasons []string
 }
 
-// Fill copies p into ph with the trace's incompleteness reasons.
+// Fill copies p into ph with reasons (p.Reasons, or whichever the caller
+// decides) as its incompleteness reasons.
 func (p PhaseTrace) Fill(ph *sandbox.Phase, reasons []string) {
 	ph.Exec = append(ph.Exec, p.Exec...)
 	for _, c := range p.Network {
@@ -86,7 +91,7 @@ func (p PhaseTrace) Fill(ph *sandbox.Phase, reasons []string) {
 // TraceReport is a parsed run trace.
 type TraceReport struct {
 	Phases  []PhaseTrace // one per Window, in order
-	Reasons []string     // why the trace is incomplete, sorted; empty when complete
+	Reasons []string     // why some phase is incomplete (every phase's reasons), sorted; empty when complete
 	Records int          // syscall exit lines attributed to a phase
 }
 
@@ -130,6 +135,7 @@ type sockKey struct{ pid, fd int }
 type phaseSets struct {
 	exec, decoys, writes map[string]bool
 	network              map[Connection]bool
+	reasons              map[string]bool // this phase's own
 }
 
 type parser struct {
@@ -137,8 +143,9 @@ type parser struct {
 	c       Classifier
 	loc     *time.Location
 	phases  []phaseSets
-	reasons map[string]bool
-	sockets map[sockKey]string // protocol of each socket a process made
+	reasons map[string]bool       // the whole trace's
+	sockets map[sockKey]string    // protocol of each socket a process made
+	peers   map[string]Connection // where each socket (runsc's socket:[N]) was connected
 	records int
 }
 
@@ -146,14 +153,19 @@ func newParser(windows []Window, c Classifier, loc *time.Location) *parser {
 	if loc == nil {
 		loc = time.Local
 	}
-	p := &parser{windows: windows, c: c, loc: loc, reasons: map[string]bool{}, sockets: map[sockKey]string{}}
+	p := &parser{windows: windows, c: c, loc: loc, reasons: map[string]bool{}, sockets: map[sockKey]string{},
+		peers: map[string]Connection{}}
 	for range windows {
-		p.phases = append(p.phases, phaseSets{map[string]bool{}, map[string]bool{}, map[string]bool{}, map[Connection]bool{}})
+		p.phases = append(p.phases, phaseSets{map[string]bool{}, map[string]bool{}, map[string]bool{},
+			map[Connection]bool{}, map[string]bool{}})
 	}
 	return p
 }
 
+// reason makes every phase incomplete; phaseReason only ph.
 func (p *parser) reason(r string) { p.reasons[r] = true }
+
+func (p *parser) phaseReason(ph *phaseSets, r string) { ph.reasons[r] = true }
 
 // maxLine bounds one log line; runsc's own bound (--strace-log-size per
 // argument) keeps real lines far below it.
@@ -202,7 +214,7 @@ func (p *parser) line(s string) {
 	}
 	ev := event{pid: pid, call: m[3], args: m[4], ret: m[5], errno: errno}
 	if strings.Contains(ev.args, `"...`) { // runsc's mark of a string cut at --strace-log-size
-		p.reason(ReasonTruncated)
+		p.phaseReason(&p.phases[idx], ReasonTruncated)
 	}
 	p.event(&p.phases[idx], ev)
 }
@@ -240,15 +252,28 @@ func (p *parser) result() TraceReport {
 		ph.Network, tr[3] = boundedConns(p.phases[i].network)
 		ph.Truncated = slices.Contains(tr[:], true)
 		if ph.Truncated {
-			p.reason(ReasonTruncated)
+			p.phaseReason(&p.phases[i], ReasonTruncated)
 		}
+		ph.Reasons = sortedKeys(p.reasons, p.phases[i].reasons)
 		t.Phases = append(t.Phases, ph)
 	}
-	for r := range p.reasons {
-		t.Reasons = append(t.Reasons, r)
+	all := []map[string]bool{p.reasons}
+	for _, ph := range p.phases {
+		all = append(all, ph.reasons)
 	}
-	slices.Sort(t.Reasons)
+	t.Reasons = sortedKeys(all...)
 	return t
+}
+
+func sortedKeys(sets ...map[string]bool) []string {
+	out := []string{}
+	for _, set := range sets {
+		for k := range set {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func bounded(set map[string]bool) ([]string, bool) {

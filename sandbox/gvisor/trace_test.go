@@ -1,6 +1,7 @@
 package gvisor
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -130,5 +131,94 @@ func TestReadTraceMissing(t *testing.T) {
 	}
 	if !slices.Equal(rep.Reasons, []string{ReasonTraceMissing}) {
 		t.Errorf("reasons %q", rep.Reasons)
+	}
+}
+
+// Lines runsc 0.0~20240729 wrote for node's getaddrinfo and connects in a
+// trap network whose resolver is 10.231.0.1 (socket ids as it numbered them).
+const (
+	lineUnixSocket = `I1201 22:50:31.100000   1 strace.go:605] [   1:   8] libuv-worker X socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK, 0x0) = 18 (0x12) (31.376µs)` + "\n"
+	lineUnixNoAddr = `I1201 22:50:31.100001   1 strace.go:605] [   1:   8] libuv-worker X connect(0x12 socket:[1], 0x7ea3937fcd10 {Family: AF_UNIX, error extracting address: address family not supported by protocol}, 0x6e) = 0 (0x0) errno=2 (no such file or directory) (66.789µs)` + "\n"
+	lineUnixQuiet  = `I1201 22:50:31.100001   1 strace.go:605] [   1:   8] libuv-worker X connect(0x12 socket:[1], 0x7ea3937fcd10 {Family: AF_UNIX, Addr: "/var/run/nscd/socket"}, 0x6e) = 0 (0x0) errno=2 (no such file or directory) (66.789µs)` + "\n"
+	lineUnixOther  = `I1201 22:50:31.100001   1 strace.go:605] [   1:   8] libuv-worker X connect(0x12 socket:[1], 0x7ea3937fcd10 {Family: AF_UNIX, Addr: "/run/docker.sock"}, 0x6e) = 0 (0x0) errno=2 (no such file or directory) (66.789µs)` + "\n"
+	lineUDPSocket  = `I1201 22:50:31.200000   1 strace.go:605] [   1:   8] libuv-worker X socket(AF_INET, SOCK_DGRAM|SOCK_CLOEXEC|SOCK_NONBLOCK, IPPROTO_IP) = 18 (0x12) (16.514µs)` + "\n"
+	lineResolver   = `I1201 22:50:31.200001   1 strace.go:605] [   1:   8] libuv-worker X connect(0x12 socket:[3], 0x7ea3937fed8c {Family: AF_INET, Addr: 10.231.0.1, Port: 53}, 0x10) = 0 (0x0) (46.378µs)` + "\n"
+	lineOtherUDP   = `I1201 22:50:31.200001   1 strace.go:605] [   1:   8] libuv-worker X connect(0x12 socket:[3], 0x7ea3937fed8c {Family: AF_INET, Addr: 10.9.9.9, Port: 5353}, 0x10) = 0 (0x0) (46.378µs)` + "\n"
+	lineSendmmsg   = `I1201 22:50:31.200002   1 strace.go:608] [   1:   8] libuv-worker X sendmmsg(0x12 socket:[3], 0x7ea392ffa940, 0x2, 0x4000) = 2 (0x2) (59.108µs)` + "\n"
+	lineSendtoNull = `I1201 22:50:31.200002   1 strace.go:614] [   1:   8] libuv-worker X sendto(0x12 socket:[3], 0x7ea3937fbd60, 0x8f, 0x4000, null, 0x0) = 143 (0x8f) (229.419µs)` + "\n"
+	lineSendmsg0   = `I1201 22:50:31.200002   1 strace.go:605] [   1:   8] libuv-worker X sendmsg(0x12 socket:[3], 0x7eecbf4f77f0 {name=0x0, namelen=0, iovecs=0x7eecbf4f7988 {base=0x57bd7f8, len=2, "hi"}, control={0x0 }, flags=0}, 0x0) = 2 (0x2) (57.505µs)` + "\n"
+	lineSendmsg16  = `I1201 22:50:31.200002   1 strace.go:605] [   1:   8] libuv-worker X sendmsg(0x12 socket:[3], 0x7eecbf4f77f0 {name=0x7eecbf4f78f0, namelen=16, iovecs=0x7eecbf4f7988 {base=0x57bd7f8, len=2, "hi"}, control={0x0 }, flags=0}, 0x0) = 2 (0x2) (57.505µs)` + "\n"
+	lineTCPSocket  = `I1201 22:50:31.300000   1 strace.go:605] [   1:   1] node X socket(AF_INET, SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK, IPPROTO_IP) = 18 (0x12) (48.062µs)` + "\n"
+	lineTCPTrap    = `I1201 22:50:31.300001   1 strace.go:605] [   1:   1] node X connect(0x12 socket:[5], 0x7ea962b21600 {Family: AF_INET, Addr: 10.231.0.1, Port: 80}, 0x10) = 0 (0x0) errno=115 (operation now in progress) (194.668µs)` + "\n"
+	lineTCPSend    = `I1201 22:50:32.600000   1 strace.go:605] [   1:   1] node X sendmsg(0x12 socket:[5], 0x7eecbf4f77f0 {name=0x7eecbf4f78f0, namelen=16, iovecs=0x7eecbf4f7988 {base=0x57bd7f8, len=2, "hi"}, control={0x0 }, flags=0}, 0x0) = 2 (0x2) (57.505µs)` + "\n"
+)
+
+// TestParseTraceAttribution checks which connects and sends the parser can
+// attribute: the resolver's own traffic is ignored, a send on a connected
+// socket goes to its peer where that is certain, and what it cannot show
+// (an AF_UNIX address this runsc never prints, a datagram send naming a
+// destination it does not print) stays recorded and makes its phase, and
+// only its phase, incomplete.
+func TestParseTraceAttribution(t *testing.T) {
+	trapHTTP := Connection{Syscall: "connect", Family: "inet", Protocol: "tcp", Address: "10.231.0.1", Port: 80, Errno: 115}
+	other := Connection{Syscall: "connect", Family: "inet", Protocol: "udp", Address: "10.9.9.9", Port: 5353}
+	for _, tc := range []struct {
+		name    string
+		log     string
+		network []Connection // startup's
+		reasons []string     // startup's
+	}{
+		{"resolver lookup by sendmmsg", lineUDPSocket + lineResolver + lineSendmmsg, nil, nil},
+		{"resolver lookup by sendto", lineUDPSocket + lineResolver + lineSendtoNull, nil, nil},
+		{"resolver, unnamed sendmsg", lineUDPSocket + lineResolver + lineSendmsg0, nil, nil},
+		{"resolver socket, named sendmsg", lineUDPSocket + lineResolver + lineSendmsg16,
+			[]Connection{{Syscall: "sendmsg", Protocol: "udp", Unresolved: true}}, []string{ReasonUnresolvedSocket}},
+		{"unconnected datagram sendmmsg", lineUDPSocket + lineSendmmsg,
+			[]Connection{{Syscall: "sendmmsg", Protocol: "udp", Unresolved: true}}, []string{ReasonUnresolvedSocket}},
+		{"other peer, sendmmsg", lineUDPSocket + lineOtherUDP + lineSendmmsg,
+			[]Connection{other, {Syscall: "sendmmsg", Protocol: "udp", Unresolved: true}}, []string{ReasonUnresolvedSocket}},
+		{"other peer, sendto", lineUDPSocket + lineOtherUDP + lineSendtoNull,
+			[]Connection{other}, nil}, // the same destination, once
+		{"unix address not shown", lineUnixSocket + lineUnixNoAddr,
+			[]Connection{{Syscall: "connect", Family: "unix", Protocol: "unix", Errno: 2, Unresolved: true}}, []string{ReasonUnresolvedSocket}},
+		{"unix quiet socket shown", lineUnixSocket + lineUnixQuiet, nil, nil},
+		{"unix other socket shown", lineUnixSocket + lineUnixOther,
+			[]Connection{{Syscall: "connect", Family: "unix", Protocol: "unix", Address: "/run/docker.sock", Errno: 2}}, nil},
+		{"tcp to the trap", lineTCPSocket + lineTCPTrap, []Connection{trapHTTP}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := HISTORLists("/home/u", "/work").WithResolver(netip.MustParseAddr("10.231.0.1"))
+			rep, err := ParseTrace(strings.NewReader(tc.log), sampleWindows(), l, time.UTC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := rep.Phases[0]
+			if !slices.Equal(st.Network, tc.network) {
+				t.Errorf("network %+v\nwant %+v", st.Network, tc.network)
+			}
+			if !slices.Equal(st.Reasons, tc.reasons) {
+				t.Errorf("startup reasons %q, want %q", st.Reasons, tc.reasons)
+			}
+			if c := rep.Phases[1]; len(c.Reasons) != 0 || len(c.Network) != 0 {
+				t.Errorf("calls phase got %+v, reasons %q, from startup's lines", c.Network, c.Reasons)
+			}
+		})
+	}
+	// A send in a later phase on a stream socket connected earlier goes to
+	// that peer, recorded in the later phase too.
+	rep, err := ParseTrace(strings.NewReader(lineTCPSocket+lineTCPTrap+lineTCPSend), sampleWindows(), HISTORLists("/h", "/w"), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Phases[1].Network; len(got) != 1 || got[0].Address != "10.231.0.1" || got[0].Port != 80 || len(rep.Reasons) != 0 {
+		t.Errorf("calls network %+v, reasons %q", got, rep.Reasons)
+	}
+	// Without the resolver set, its lookups are destinations like any other.
+	rep, err = ParseTrace(strings.NewReader(lineUDPSocket+lineResolver+lineSendmmsg), sampleWindows(), HISTORLists("/h", "/w"), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Phases[0].Network) == 0 {
+		t.Error("the resolver's connect ignored without WithResolver")
 	}
 }

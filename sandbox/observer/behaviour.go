@@ -56,12 +56,13 @@ func (r *run) behaviour(b *box, res *stdio.Result, started, ended time.Time) {
 // phases builds one Phase per window from the box's trace and trap records.
 func (r *run) phases(b *box, windows []window) []sandbox.Phase {
 	recs, dropped := b.net.Records()
-	traced := readTrace(b.trace, windows)
+	traced := readTrace(b.trace, windows, b.net.TrapAddr())
 	out := make([]sandbox.Phase, len(windows))
 	for i, w := range windows {
 		p := emptyPhase()
 		p.IncompleteReasons = nil
 		traced.fill(i, &p)
+		p.Network = dropTrapped(p.Network, recs)
 		lookups, attempts, uses := trap.Split(recs, w.from, w.to)
 		p.Lookups = append(p.Lookups, lookups...)
 		p.Network = append(p.Network, attempts...)

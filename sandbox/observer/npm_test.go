@@ -9,16 +9,23 @@ import (
 )
 
 // TestReferenceServers observes two reference servers from the npm
-// registry: each ends ok with its tools and a digest.
+// registry: each ends ok with its tools and a digest, and, doing nothing
+// on the network and reading no decoy, both phases of its behaviour are
+// complete. sequential-thinking's every call succeeds, so its behaviour is
+// complete; server-memory writes its graph to memory.jsonl beside its own
+// code, which the run mounts read-only, so its six writing tools answer an
+// error, coverage is incomplete and so is its behaviour (HISTOR's rule:
+// only a fully successful call phase is complete).
 func TestReferenceServers(t *testing.T) {
 	needNPM(t)
 	o := newTestObserver(t, Config{})
 	for _, tc := range []struct {
-		spec string
-		tool string
+		spec     string
+		tool     string
+		complete bool // the whole behaviour; both phases always are
 	}{
-		{"npm:@modelcontextprotocol/server-memory@2026.8.31", "create_entities"},
-		{"npm:@modelcontextprotocol/server-sequential-thinking@2026.8.31", "sequentialthinking"},
+		{"npm:@modelcontextprotocol/server-memory@2026.8.31", "create_entities", false},
+		{"npm:@modelcontextprotocol/server-sequential-thinking@2026.8.31", "sequentialthinking", true},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
 			var stages []string
@@ -34,6 +41,15 @@ func TestReferenceServers(t *testing.T) {
 			}
 			if want := []string{"resolve=ok", "install=ok", "run=ok", "talk=ok"}; !slices.Equal(stages, want) {
 				t.Errorf("stages %v, want %v", stages, want)
+			}
+			b := obs.Behaviour
+			for _, p := range []sandbox.Phase{b.Startup, b.Calls} {
+				if !p.Complete || len(p.IncompleteReasons) > 0 || len(p.Network) > 0 || len(p.Decoys) > 0 || len(p.Writes) > 0 {
+					t.Errorf("phase %+v, want complete and empty", p)
+				}
+			}
+			if b.Complete != tc.complete || b.Complete != obs.Calls.Complete {
+				t.Errorf("behaviour complete %v, calls complete %v (%+v), want %v", b.Complete, obs.Calls.Complete, obs.Calls.Outcomes, tc.complete)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/histor-observer/histor/sandbox/gvisor"
 	"github.com/histor-observer/histor/sandbox/pkgs"
 	"github.com/histor-observer/histor/sandbox/rootfs"
+	"github.com/histor-observer/histor/sandbox/stdio"
 	"github.com/histor-observer/histor/sandbox/trap"
 )
 
@@ -29,6 +30,7 @@ type Observer struct {
 	slots    chan struct{} // one token per running observation
 	cache    *installCache // nil without Config.InstallCache
 	metrics  *metrics
+	talkHook func(*stdio.Result) // tests only: sees each session's result (the answers the observation keeps no copy of)
 }
 
 // New checks cfg, starts the runtime (sweeping what earlier runs of it

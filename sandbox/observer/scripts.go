@@ -13,6 +13,12 @@ import (
 	"github.com/histor-observer/histor/sandbox/pkgs"
 )
 
+// The reasons an install-scripts phase is incomplete beyond its trace's.
+const (
+	ReasonScriptsTimedOut = "scripts-timed-out" // stopped at the install bound
+	ReasonScriptsFailed   = "scripts-failed"    // ended with a status other than 0
+)
+
 // scripts is the install scripts' stage, when the lifecycle scan found
 // packages with them: `npm rebuild --foreground-scripts` in the sandbox, on
 // a writable copy of the install, in a trap network of its own, bounded by
@@ -53,7 +59,10 @@ func (r *run) runScripts(ctx context.Context) (*sandbox.Phase, error) {
 		return nil, err
 	}
 	defer b.close(r)
-	env := append(r.baseEnv(), "NPM_CONFIG_USERCONFIG=/dev/null", "NPM_CONFIG_GLOBALCONFIG=/dev/null",
+	// npm's own user config is /dev/null, so its reads of the decoy
+	// ~/.npmrc are the scripts'. Its global config stays the root's own:
+	// npm refuses to load one file as both ("double-loading config").
+	env := append(r.baseEnv(), "NPM_CONFIG_USERCONFIG=/dev/null",
 		"NPM_CONFIG_CACHE=/tmp/npm-cache", "NPM_CONFIG_UPDATE_NOTIFIER=false", "NPM_CONFIG_AUDIT=false", "NPM_CONFIG_FUND=false")
 	spec := r.runSpec(b, pkgDir, true, []string{"/usr/bin/npm", "rebuild", "--foreground-scripts"}, env)
 	spec.Cwd = pkgs.MountPoint
@@ -71,6 +80,12 @@ func (r *run) runScripts(ctx context.Context) (*sandbox.Phase, error) {
 	phase := r.phases(b, []window{{"scripts", started, time.Now()}})[0]
 	code := exit.Code
 	phase.ExitCode, phase.TimedOut = &code, exit.End == gvisor.EndDeadline
+	switch { // HISTOR's rule: only scripts that ended by themselves, with status 0, are a whole record
+	case phase.TimedOut:
+		phase.IncompleteReasons = append(phase.IncompleteReasons, ReasonScriptsTimedOut)
+	case code != 0:
+		phase.IncompleteReasons = append(phase.IncompleteReasons, ReasonScriptsFailed)
+	}
 	finish(&phase)
 	r.installed.Dir = pkgDir
 	if code != 0 {

@@ -49,6 +49,9 @@ func (r *run) serve(ctx context.Context) bool {
 	res := stdio.Talk(ctx, r.talkConfig(), stdio.Run{Stdin: sb.Stdin, Stdout: sb.Stdout, Started: started,
 		Canary: stdio.Canary{Run: r.tag, DecoyPath: decoyNote}})
 	sb.Kill()
+	if r.o.talkHook != nil {
+		r.o.talkHook(res)
+	}
 	exit := sb.Wait()
 	b.close(r) // the traps finish what they hold before the records are read
 	ended := time.Now()
