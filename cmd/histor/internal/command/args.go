@@ -46,7 +46,8 @@ func interspersed(app *cli.App, args []string) []string {
 }
 
 // findLeaf walks command names from args[*i], appending them to out, and returns the command
-// reached if it has no subcommands.
+// reached if it runs itself: no subcommands, or an action of its own for arguments that name
+// none of them ("histor sandbox SPEC --json" beside "histor sandbox worker").
 func findLeaf(cmds []*cli.Command, args []string, i *int, out *[]string) *cli.Command {
 	var leaf *cli.Command
 	for *i < len(args) {
@@ -58,7 +59,7 @@ func findLeaf(cmds []*cli.Command, args []string, i *int, out *[]string) *cli.Co
 		*i++
 		leaf, cmds = c, c.Subcommands
 	}
-	if leaf == nil || len(leaf.Subcommands) > 0 {
+	if leaf == nil || (len(leaf.Subcommands) > 0 && leaf.Action == nil) {
 		return nil
 	}
 	return leaf
