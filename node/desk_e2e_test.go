@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -320,9 +321,44 @@ func (w *deskWorld) check(t *testing.T) {
 	w.audit("check-answer")
 }
 
+// logWithoutScript reads the Log page with script turned off: the head,
+// the checkpoint, the witness policy and the tree are all there, and the
+// check says it needs script.
+func (w *deskWorld) logWithoutScript(t *testing.T) {
+	set := func(off bool) {
+		if _, err := chromedp.Call(w.b.Ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: off}); err != nil {
+			t.Fatalf("turning script off=%v: %v", off, err)
+		}
+	}
+	set(true)
+	defer set(false)
+	w.open("/log")
+	type page struct {
+		State, Head, Checkpoint, Policy string
+		Shapes                          int
+	}
+	p := browser.Eval[page](w.b, `({
+		State: document.getElementById("check-status").dataset.state,
+		Head: document.getElementById("head").innerText,
+		Checkpoint: document.getElementById("checkpoint").textContent,
+		Policy: document.getElementById("policy").innerText,
+		Shapes: document.querySelectorAll("svg#tree circle, svg#tree polygon").length,
+	})`)
+	head := w.node.Log().Latest()
+	if p.State != "idle" {
+		t.Errorf("without script the check ran: %s", p.State)
+	}
+	if !strings.Contains(p.Head, fmt.Sprintf("%d labels", head.Size)) || p.Checkpoint != string(head.Checkpoint) ||
+		!strings.Contains(p.Policy, "no witness policy applies") || p.Shapes == 0 {
+		t.Errorf("the Log page without script: %+v", p)
+	}
+	w.b.Screenshot("log-without-script")
+}
+
 // logPage keeps a head, lets the log grow by a crawl, proves the grown log
 // consistent in the browser and watches a forged head refused.
 func (w *deskWorld) logPage(t *testing.T) {
+	w.logWithoutScript(t)
 	w.open("/log")
 	if state, text, _ := w.awaitCheck(); state != "signed" {
 		t.Fatalf("first visit to /log: %s: %s", state, text)
