@@ -17,7 +17,8 @@ import (
 )
 
 // deskRequests are the requests BenchmarkDeskPages draws from: every desk
-// page, the servers list searched, filtered and paged deep.
+// page (the log and the network among them), the servers list searched,
+// filtered and paged deep.
 var deskRequests = []struct {
 	name string
 	make func(r *rand.Rand) *http.Request
@@ -27,6 +28,7 @@ var deskRequests = []struct {
 		return httptest.NewRequest("GET", fmt.Sprintf("/servers?q=host%03d.", r.IntN(500)), nil)
 	}},
 	{"servers-changed", deskGet("/servers?state=changed")},
+	{"servers-split", deskGet("/servers?state=split")},
 	{"servers-deep", func(r *rand.Rand) *http.Request {
 		return httptest.NewRequest("GET", fmt.Sprintf("/servers?offset=%d", r.IntN(catalogServers)), nil)
 	}},
@@ -45,6 +47,7 @@ var deskRequests = []struct {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		return req
 	}},
+	{"log", deskGet("/log")},
 	{"network", deskGet("/network")},
 	{"about", deskGet("/about")},
 }
@@ -59,14 +62,21 @@ func benchServerID(r *rand.Rand) string {
 	return mtl.ServerID(fmt.Sprintf("io.example/server-%05d", i), fmt.Sprintf("https://host%03d.example.com/mcp/%05d", i%500, i))
 }
 
+// deskBound is the bound on a desk page's server time, p99 over
+// the page set.
+const deskBound = 100 * time.Millisecond
+
 // BenchmarkDeskPages renders every desk page from a node with 20,000
 // servers, calling its handler directly so the time is the server's own,
-// and reports the p99 and worst over all pages and per page.
+// and reports the p99 and worst over all pages (p99-ms, max-ms) and the
+// p99 of each page (<page>-p99-ms). Pages are drawn in turn, so each
+// weighs the same in the p99 over the set; it fails over deskBound.
 func BenchmarkDeskPages(b *testing.B) {
 	if testing.Short() {
 		b.Skip("builds a 20,000-server crawl state; not in -short")
 	}
 	nd := populatedNode(b, catalogServers, Config{MaxInFlight: MaxMaxInFlight, ChecksPerMinute: -1})
+	b.Logf("log of %d labels", nd.Log().Latest().Size)
 	h := nd.Handler()
 	r := rand.New(rand.NewPCG(1, 2))
 	per := make([][]time.Duration, len(deskRequests))
@@ -85,14 +95,22 @@ func BenchmarkDeskPages(b *testing.B) {
 		per[k], all = append(per[k], d), append(all, d)
 	}
 	b.StopTimer()
-	b.ReportMetric(ms(quantile(all, 0.99)), "p99-ms")
+	p99 := quantile(all, 0.99)
+	b.ReportMetric(ms(p99), "p99-ms")
 	b.ReportMetric(ms(quantile(all, 1)), "max-ms")
+	if p99 >= deskBound {
+		b.Errorf("p99 over the desk pages is %.2f ms, not under %v", ms(p99), deskBound)
+	}
+	// One log line: the benchmark's output keeps only its first few.
+	var table strings.Builder
 	for k, ds := range per {
 		if len(ds) > 0 {
-			b.Logf("%-16s n=%5d p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms", deskRequests[k].name, len(ds),
+			b.ReportMetric(ms(quantile(ds, 0.99)), deskRequests[k].name+"-p99-ms")
+			fmt.Fprintf(&table, "\n%-16s n=%5d p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms", deskRequests[k].name, len(ds),
 				ms(quantile(ds, 0.5)), ms(quantile(ds, 0.99)), ms(quantile(ds, 1)))
 		}
 	}
+	b.Logf("server time per page:%s", table.String())
 }
 
 func quantile(ds []time.Duration, q float64) time.Duration {

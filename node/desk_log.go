@@ -1,13 +1,11 @@
 package node
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
-	"html/template"
 	"net/http"
 	"path"
 	"slices"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/desk"
 	"github.com/histor-observer/histor/node/desklog"
 )
 
@@ -25,55 +24,12 @@ import (
 // here. desk/static/log.js adds what only the reader's browser can do for
 // itself: keep a head and check later ones against it.
 
-//go:embed desk/templates/log.html
-var logPageFiles embed.FS
-
 //go:embed desk/static/*.js
 var deskStatic embed.FS
 
-// logPageTmpl is parsed once; it is part of the binary, so a template that
-// does not parse fails every test of the package.
-var logPageTmpl = template.Must(template.ParseFS(logPageFiles, "desk/templates/log.html"))
-
 // logPageCSP lets the page run its own scripts and call its own API, and
-// nothing else.
+// nothing else; every other desk page runs no script.
 const logPageCSP = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-
-// logView is what log.html reads.
-type logView struct {
-	Origin     string
-	Head       *logHeadView // nil before the first label
-	Checkpoint string
-	Witness    logWitnessView
-	Picture    *desklog.Drawing // nil when it could not be drawn
-	PictureErr string
-}
-
-type logHeadView struct {
-	Size               uint64
-	SizeText           string
-	Root               string
-	Time               string
-	Log                string
-	VerificationMethod string
-	Signature          string
-	STH                string // the document as /api/v1/log/sth serves it
-}
-
-type logWitnessView struct {
-	Configured bool
-	Quorum     string
-	Met        bool
-	Listed     int
-	Cosigned   int
-	Witnesses  []logWitnessRow
-	Problem    string // why the checkpoint could not be read under the policy
-}
-
-type logWitnessRow struct {
-	Name, KeyName string
-	Cosigned      bool
-}
 
 // serveDeskLog answers /log.
 func (a *api) serveDeskLog(w http.ResponseWriter, r *http.Request) {
@@ -82,20 +38,12 @@ func (a *api) serveDeskLog(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, r, "reading the log for its page", err)
 		return
 	}
-	var buf bytes.Buffer
-	if err := logPageTmpl.Execute(&buf, v); err != nil {
-		a.internal(w, r, "rendering the log page", err)
-		return
-	}
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Security-Policy", logPageCSP)
-	writeBody(w, "text/html; charset=utf-8", buf.Bytes())
+	a.renderDesk(w, r, http.StatusOK, "log", "Log", "log", v)
 }
 
-func (a *api) logView() (*logView, error) {
+func (a *api) logView() (*desk.LogView, error) {
 	latest := a.log.Latest()
-	v := &logView{Origin: checkpointOriginLine(latest.Checkpoint), Checkpoint: string(latest.Checkpoint)}
+	v := &desk.LogView{Checkpoint: string(latest.Checkpoint)}
 	if a.fed != nil && a.fed.sub.Load() != nil {
 		v.Checkpoint = string(a.fed.cosignedCheckpoint(latest))
 	}
@@ -111,7 +59,7 @@ func (a *api) logView() (*logView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.Head = &logHeadView{Size: sth.TreeSize, SizeText: desklog.Comma(sth.TreeSize), Root: hex.EncodeToString(sth.Root[:]),
+	v.Head = &desk.LogHead{Size: sth.TreeSize, SizeText: desklog.Comma(sth.TreeSize), Root: hex.EncodeToString(sth.Root[:]),
 		Time: catalog.FormatTime(sth.Time), Log: sth.Log, VerificationMethod: sth.VerificationMethod,
 		Signature: base64.RawURLEncoding.EncodeToString(sth.Signature), STH: string(head.STH)}
 	tree, err := a.drawnTree(sth.TreeSize, sth.Root)
@@ -145,34 +93,28 @@ func (a *api) drawnTree(size uint64, root [32]byte) (*desklog.Tree, error) {
 }
 
 // witnessView reads the cosigned checkpoint under the submitter's policy.
-func (a *api) witnessView(cp []byte) logWitnessView {
+func (a *api) witnessView(cp []byte) desk.LogWitness {
 	var p *format.Policy
 	if a.fed != nil {
 		p = a.fed.policy.Load()
 	}
 	if p == nil {
-		return logWitnessView{}
+		return desk.LogWitness{}
 	}
-	v := logWitnessView{Configured: true, Quorum: p.Quorum, Listed: len(p.Witnesses)}
+	v := desk.LogWitness{Configured: true, Quorum: p.Quorum, Listed: len(p.Witnesses)}
 	_, names, err := p.Verify(cp)
 	v.Met = err == nil
 	if err != nil && !errors.Is(err, format.ErrNoQuorum) {
 		v.Problem = err.Error()
 	}
 	for _, w := range p.Witnesses {
-		row := logWitnessRow{Name: w.Name, KeyName: w.Cosigner.Name, Cosigned: slices.Contains(names, w.Name)}
+		row := desk.LogWitnessRow{Name: w.Name, KeyName: w.Cosigner.Name, Cosigned: slices.Contains(names, w.Name)}
 		if row.Cosigned {
 			v.Cosigned++
 		}
 		v.Witnesses = append(v.Witnesses, row)
 	}
 	return v
-}
-
-// checkpointOriginLine is a checkpoint note's first line, its origin.
-func checkpointOriginLine(cp []byte) string {
-	line, _, _ := bytes.Cut(cp, []byte("\n"))
-	return string(line)
 }
 
 // staticTypes are the media types of what /static/ serves, by extension.

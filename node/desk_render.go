@@ -13,6 +13,14 @@ import (
 // test of this package.
 var deskPages = desk.MustLoad()
 
+// deskCSP is the policy of every desk page but the Log page: the pages run
+// no script and load nothing from elsewhere.
+const deskCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// pageCSP are the policies of the pages that run a script, by page name;
+// every other page is served under deskCSP.
+var pageCSP = map[string]string{"log": logPageCSP}
+
 // renderDesk answers one desk page: the layout filled from the log's
 // latest head, the page's own view model as data.
 func (a *api) renderDesk(w http.ResponseWriter, r *http.Request, status int, name, title, nav string, data any) {
@@ -30,8 +38,11 @@ func (a *api) renderDesk(w http.ResponseWriter, r *http.Request, status int, nam
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
-	// The pages run no script and load nothing from elsewhere.
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	csp, ok := pageCSP[name]
+	if !ok {
+		csp = deskCSP
+	}
+	h.Set("Content-Security-Policy", csp)
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }

@@ -114,6 +114,7 @@ func TestDeskPages(t *testing.T) {
 		{"/changes/" + fmt.Sprint(f.ChangeSeq), 200, []string{"Tools added", "forecast", `class="diff-add"`}},
 		{"/changes/999999", 404, []string{"no change with that id"}},
 		{"/check", 200, []string{`<textarea id="tools" name="tools"`, `<label for="tools">`}},
+		{"/log", 200, []string{`<a href="/log" aria-current="page">`, `<pre id="checkpoint">desk.example/log`, `<svg xmlns="http://www.w3.org/2000/svg" id="tree"`, `<script type="module" src="/static/log.js"></script>`}},
 		{"/network", 200, []string{dn.peerDID[:20], "peer.example/log", "witness.example/w1", "5 labels", "holds no equivocation evidence"}},
 		{"/about", 200, []string{"histor label verify", "histor audit https://desk.example", "cannot show"}},
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/histor-observer/histor/node/desk"
 	"github.com/histor-observer/histor/node/desk/desktest"
+	"github.com/histor-observer/histor/node/desklog"
 )
 
 // fixture is a view of every page with everything a page can show: a
@@ -49,7 +50,16 @@ func fixture() map[string]desk.Page {
 	servers := &desk.ServersView{Query: "example", State: "split", States: []desk.Option{{Value: "all", Label: "All"}, {Value: "split", Label: "Split: observers disagree", Selected: true}},
 		Total: 120, From: 51, To: 52, Rows: []desk.ServerRow{row, {ID: "x", Name: "io.example/stable", StateText: "unchanged 30d · 09-23", ToolCount: "—"}},
 		PrevURL: "/servers?offset=0", NextURL: "/servers?offset=100"}
+	tree, err := desklog.New(1, [32]byte{1}, nil, [][32]byte{{1}}) // one leaf: its hash is the root
+	if err != nil {
+		panic(err)
+	}
+	logView := &desk.LogView{Checkpoint: "observer.example/log\n9\nAAAA\n\n— observer.example/log AAAA\n",
+		Head:    &desk.LogHead{Size: 9, SizeText: "9", Root: "0101", Time: "2026-09-23T11:00:00Z", Log: "did:key:z6MkSelf", Signature: "AAAA", STH: `{"type":"histor.sth/v1"}`},
+		Witness: desk.LogWitness{Configured: true, Quorum: "w1", Met: true, Listed: 1, Cosigned: 1, Witnesses: []desk.LogWitnessRow{{Name: "w1", KeyName: "w1.example", Cosigned: true}}},
+		Picture: tree.Draw()}
 	return map[string]desk.Page{
+		"log":      page("Log", "log", logView),
 		"servers":  page("Servers", "servers", servers),
 		"server":   page(row.Name, "servers", server),
 		"changes":  page("Changes", "changes", &desk.ChangesView{Changes: []desk.Change{change, {ID: 3, URL: "/changes/3", NamesOnly: true}, {ID: 2, URL: "/changes/2"}}, NextURL: "/changes?before=2"}),
@@ -92,7 +102,10 @@ func TestPagesLint(t *testing.T) {
 			if !bytes.Contains(page, []byte(`href="#main"`)) || !bytes.Contains(page, []byte(`<main id="main"`)) {
 				t.Error("no skip link to <main>")
 			}
-			if bytes.Contains(page, []byte("<script")) {
+			scripts := bytes.Count(page, []byte("<script"))
+			if name == "log" && (scripts != 1 || !bytes.Contains(page, []byte(`<script type="module" src="/static/log.js"></script>`))) {
+				t.Error("the log page does not carry its one script")
+			} else if name != "log" && scripts != 0 {
 				t.Error("a page carries script")
 			}
 		})

@@ -1,8 +1,9 @@
 // Package desk renders the node's desk: the HTML pages people read in a
-// browser (servers, a server, changes, check, network, about, and the log
-// page a later file adds). Pages are html/template files and one style
-// sheet embedded with go:embed, so the binary needs no build step and no
-// page needs JavaScript to be read.
+// browser (servers, a server, changes, check, log, network, about). Pages
+// are html/template files and one style sheet embedded with go:embed, so
+// the binary needs no build step and no page needs JavaScript to be read.
+// The Log page alone carries a script (the node serves it at
+// /static/log.js): what a reader's browser checks for itself.
 //
 // The package holds only the templates, the view-model types they read
 // and the functions that render them; the node's handlers fill the view
