@@ -24,6 +24,11 @@ func ObserveJobs(o *observer.Observer) queue.Observe {
 		if err != nil {
 			return queue.Result{}, fmt.Errorf("observing %s: %w", job.Target, err)
 		}
+		if err := ctx.Err(); err != nil {
+			// Cut short (the worker is stopping): what was seen is partial and
+			// must not stand as the record of this version. The job goes back.
+			return queue.Result{}, fmt.Errorf("observing %s: %w", job.Target, err)
+		}
 		if obs.Status.Infrastructure() {
 			return queue.Result{}, fmt.Errorf("observing %s: %s: %s", job.Target, obs.Status, obs.Detail)
 		}

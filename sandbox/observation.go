@@ -30,6 +30,17 @@ const (
 	StatusPoisoned Status = "poisoned"
 )
 
+// Known reports whether s is one of the statuses above.
+func (s Status) Known() bool {
+	switch s {
+	case StatusOK, StatusNotFound, StatusNoWheel, StatusInstallFailed, StatusNoEntryPoint, StatusExited,
+		StatusTimeout, StatusProtocol, StatusTooLarge, StatusTooManyTools, StatusTooManyPages, StatusBusy,
+		StatusSandboxUnavailable, StatusInspectionFailed, StatusRefused, StatusPoisoned:
+		return true
+	}
+	return false
+}
+
 // Infrastructure reports whether s describes the sandbox rather than the
 // package.
 func (s Status) Infrastructure() bool {

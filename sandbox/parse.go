@@ -22,7 +22,8 @@ func ParseObservation(b []byte) (*Observation, error) {
 	type plain Observation
 	var o struct {
 		plain
-		Tools json.RawMessage `json:"tools,omitempty"`
+		Tools      json.RawMessage `json:"tools,omitempty"`
+		ServerInfo json.RawMessage `json:"serverInfo,omitempty"`
 	}
 	if err := json.Unmarshal(b, &o); err != nil {
 		return nil, fmt.Errorf("parsing observation: %w", err)
@@ -30,6 +31,13 @@ func ParseObservation(b []byte) (*Observation, error) {
 	obs := Observation(o.plain)
 	if obs.Type != Type {
 		return nil, fmt.Errorf("parsing observation: type %q", obs.Type)
+	}
+	if len(o.ServerInfo) > 0 { // may hold a number only canon keeps (1e400)
+		v, err := canon.ParseDeferringNumbers(o.ServerInfo, canon.Limits{MaxDepth: 64, MaxBytes: len(o.ServerInfo) + 1})
+		if err != nil {
+			return nil, fmt.Errorf("parsing observation serverInfo: %w", err)
+		}
+		obs.ServerInfo = v
 	}
 	if len(o.Tools) > 0 {
 		v, err := canon.ParseDeferringNumbers(o.Tools, canon.Limits{MaxDepth: 64, MaxBytes: len(o.Tools) + 1})

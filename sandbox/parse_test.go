@@ -45,6 +45,15 @@ func TestObservationRoundTrip(t *testing.T) {
 	if _, err := mtl.CanonicalToolSet(got.Tools); err == nil || !canon.IsNumberRefusal(err) && mtl.Code(err) != "MTL-NUM-001" {
 		t.Fatalf("a refused number lost its refusal in transit: %v", err)
 	}
+	// A number no float64 holds, in serverInfo and in a tool, still reads.
+	huge := []byte(`{"type":"histor.package-observation/v1","status":"ok","serverInfo":{"x":1e400},"tools":[{"name":"a","inputSchema":{"maximum":1e400}}]}`)
+	got, err = sandbox.ParseObservation(huge)
+	if err != nil {
+		t.Fatalf("an observation with 1e400 is unreadable: %v", err)
+	}
+	if _, err := mtl.CanonicalToolSet(got.Tools); mtl.Code(err) != "MTL-NUM-001" && !canon.IsNumberRefusal(err) {
+		t.Errorf("1e400 in a tool: %v, want MTL-NUM-001", err)
+	}
 	if _, err := sandbox.ParseObservation([]byte(`{"type":"other"}`)); err == nil {
 		t.Error("accepted another type")
 	}

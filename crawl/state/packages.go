@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,16 +43,31 @@ type PackageRun struct {
 	Summary *sandbox.Observation `json:"summary,omitempty"`
 }
 
-// PutPackageRun records r as its target's latest run and as the record of
-// its version, in one synced write.
+// PutPackageRun records r as the record of its version and, in the same
+// synced write, as its target's latest run, unless r only says the sandbox
+// failed (an infrastructure status) and the target has a run that said
+// something about the package: that one stays the latest, the baseline the
+// next version's facts are compared with.
 func (s *Store) PutPackageRun(r PackageRun) error {
 	if r.TargetID == "" || r.Version == "" {
 		return fmt.Errorf("recording package run: target %q version %q", r.TargetID, r.Version)
 	}
+	latest := true
+	if r.Status.Infrastructure() {
+		prev, err := s.PackageRun(r.TargetID)
+		switch {
+		case err == nil:
+			latest = prev.Status.Infrastructure()
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	if err := setJSON(b, prefixPackageRun+r.TargetID, r); err != nil {
-		return err
+	if latest {
+		if err := setJSON(b, prefixPackageRun+r.TargetID, r); err != nil {
+			return err
+		}
 	}
 	if err := setJSON(b, prefixPackageVersion+r.TargetID+"/"+r.Version, r); err != nil {
 		return err

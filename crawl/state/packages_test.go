@@ -47,9 +47,20 @@ func TestPackageRuns(t *testing.T) {
 	if _, err := st.PackageVersion("t1", "2.0.0"); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("an unobserved version: %v", err)
 	}
+	// A poisoned attempt at the next version is that version's record but
+	// leaves the last run that said something as the latest.
+	if err := st.PutPackageRun(state.PackageRun{TargetID: "t1", Version: "1.2.0", Status: sandbox.StatusPoisoned}); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := st.PackageRun("t1"); last.Version != "1.1.0" {
+		t.Errorf("after a poisoned 1.2.0 the latest run is %s, want 1.1.0", last.Version)
+	}
+	if v, err := st.PackageVersion("t1", "1.2.0"); err != nil || v.Status != sandbox.StatusPoisoned {
+		t.Errorf("the poisoned version's record: %+v %v", v, err)
+	}
 	all, _ := st.PackageRuns()
 	vs, _ := st.PackageVersions("t1", 0)
-	if len(all) != 2 || len(vs) != 2 {
+	if len(all) != 2 || len(vs) != 3 {
 		t.Errorf("%d latest runs, %d versions of t1", len(all), len(vs))
 	}
 }

@@ -113,6 +113,11 @@ func (r *run) end(s sandbox.Status, detail string) *sandbox.Observation {
 	if r.obs.Status == "" {
 		r.obs.Status, r.obs.Detail = s, detail
 	}
+	if r.obs.Status == "" {
+		// A stage stopped without a status: the caller gave up (a worker
+		// shutting down). That says nothing about the package.
+		r.obs.Status, r.obs.Detail = sandbox.StatusInspectionFailed, "stopped before the observation ended"
+	}
 	r.obs.Seconds = since(r.start)
 	r.o.metrics.done(r.obs.Status)
 	r.o.log.Info("observation", "package", r.spec.String(), "status", r.obs.Status, "seconds", r.obs.Seconds)

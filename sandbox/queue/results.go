@@ -161,8 +161,16 @@ func (q *Queue) checkEvidence(ev map[string][]byte) error {
 
 // checkObservation makes sure the observation is of the job's package and
 // does not claim an ending only the node records.
+//
+// Only the members it checks are decoded: the tools and serverInfo may hold
+// numbers no float64 holds (1e400), which the node keeps as MTL/1 refusals
+// (sandbox.ParseObservation), and must not make the result unreadable here.
 func checkObservation(raw json.RawMessage, target string) error {
-	var o sandbox.Observation
+	var o struct {
+		Type    string         `json:"type"`
+		Package string         `json:"package"`
+		Status  sandbox.Status `json:"status"`
+	}
 	if err := json.Unmarshal(raw, &o); err != nil {
 		return fmt.Errorf("decoding observation: %w", err)
 	}
@@ -173,6 +181,8 @@ func checkObservation(raw json.RawMessage, target string) error {
 		return fmt.Errorf("observation of %q", o.Package)
 	case o.Status == sandbox.StatusPoisoned:
 		return errors.New("a worker cannot report a poisoned job")
+	case !o.Status.Known():
+		return fmt.Errorf("observation status %q", o.Status)
 	}
 	return nil
 }
