@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/sandbox"
+	"github.com/histor-observer/histor/sandbox/gvisor"
 	"github.com/histor-observer/histor/sandbox/stdio"
 	"github.com/histor-observer/histor/sandbox/trap"
 )
@@ -121,18 +122,22 @@ func trapIncomplete(recs []trap.Record, w window) bool {
 // decides whether it is complete.
 func finish(p *sandbox.Phase) {
 	p.Placeholders = distinctUses(p.Placeholders)
-	slices.Sort(p.IncompleteReasons)
-	p.IncompleteReasons = slices.Compact(p.IncompleteReasons)
-	p.Complete = len(p.IncompleteReasons) == 0
-	if p.Complete {
-		p.IncompleteReasons = nil
-	}
 	const maxList = 40
 	if len(p.Network) > maxList {
 		p.Network, p.Truncated = p.Network[:maxList], true
 	}
 	if len(p.Placeholders) > maxList {
 		p.Placeholders, p.Truncated = p.Placeholders[:maxList], true
+	}
+	if p.Truncated {
+		// A list cut at its bound dropped records: never a whole account.
+		p.IncompleteReasons = append(p.IncompleteReasons, gvisor.ReasonTruncated)
+	}
+	slices.Sort(p.IncompleteReasons)
+	p.IncompleteReasons = slices.Compact(p.IncompleteReasons)
+	p.Complete = len(p.IncompleteReasons) == 0
+	if p.Complete {
+		p.IncompleteReasons = nil
 	}
 }
 

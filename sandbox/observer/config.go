@@ -31,6 +31,12 @@ type Config struct {
 	// runsc's state and the trap CA certificate. Required; created if
 	// missing.
 	WorkDir string
+	// WorkBytes bounds what one observation may write on the host: its
+	// work directory (the install, the scripts' copy of it, HOME, the
+	// working directory and the trace) is a tmpfs of this size, so a
+	// package that writes without end fills its own run, never the host's
+	// disk. Default DefaultWorkBytes.
+	WorkBytes int64
 	// RootfsDir is the cache of Debian roots (rootfs.Cache.Dir). Required.
 	// New builds a missing root with mmdebstrap (minutes) and checks the
 	// digest of each cached one against its record once.
@@ -85,6 +91,12 @@ func (c Config) withDefaults() (Config, error) {
 		c.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
 	c.Limits = limitsWithDefaults(c.Limits)
+	if c.WorkBytes < 0 {
+		return c, errors.New("observer config: WorkBytes must not be negative")
+	}
+	if c.WorkBytes == 0 {
+		c.WorkBytes = DefaultWorkBytes
+	}
 	if c.Concurrency < 0 {
 		return c, errors.New("observer config: Concurrency must not be negative")
 	}
@@ -154,3 +166,7 @@ func availableMemory() int64 {
 	}
 	return 0
 }
+
+// DefaultWorkBytes is Config.WorkBytes' default: room for an install of a
+// few hundred megabytes, its copy for the install scripts and the trace.
+const DefaultWorkBytes = 2 << 30

@@ -94,7 +94,15 @@ func (r *run) observe(ctx context.Context) *sandbox.Observation {
 		return r.end(sandbox.StatusInspectionFailed, "creating the run's work directory: "+err.Error())
 	}
 	r.dir = dir
+	unmount, err := boundDir(dir, r.o.cfg.WorkBytes)
+	if err != nil {
+		os.Remove(dir)
+		return r.end(sandbox.StatusInspectionFailed, "bounding the run's work directory: "+err.Error())
+	}
 	defer func() {
+		if err := unmount(); err != nil {
+			r.o.log.Error("unmounting run directory", "dir", dir, "err", err)
+		}
 		if err := os.RemoveAll(dir); err != nil {
 			r.o.log.Error("removing run directory", "dir", dir, "err", err)
 		}

@@ -1,6 +1,7 @@
 package trap
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -22,13 +23,20 @@ var (
 	tooLarge  = []byte(`{"ok":false,"error":"payload too large"}`)
 )
 
+// maxHeaderBytes bounds a request's line and header fields in the HTTP trap.
+const maxHeaderBytes = 64 << 10
+
 // serveHTTP reads one request, records it and answers 200 (413 beyond
 // PayloadCap). One request per connection: the answer says close.
 func (n *Network) serveHTTP(p *peer, protocol string) {
 	r := p.record(protocol)
-	req, err := http.ReadRequest(p.br)
+	// http.ReadRequest bounds nothing by itself: a header that never ends
+	// would grow without limit. Headers and body together get at most
+	// maxHeaderBytes beyond the payload cap.
+	br := bufio.NewReader(io.LimitReader(p.br, maxHeaderBytes+PayloadCap+1))
+	req, err := http.ReadRequest(br)
 	if err != nil {
-		head, _ := p.br.Peek(p.br.Buffered())
+		head, _ := br.Peek(br.Buffered())
 		r.Incomplete = "unparsed"
 		n.addPayload(r, head, int64(len(head)), head)
 		return

@@ -569,3 +569,41 @@ func BenchmarkOpenClose(b *testing.B) {
 	b.ReportMetric(open.Seconds()*1000/float64(b.N), "open-ms/op")
 	b.ReportMetric(closing.Seconds()*1000/float64(b.N), "close-ms/op")
 }
+
+// TestHTTPEndlessHeaders: a request whose header never ends is cut at the
+// trap's header bound and recorded as unparsed; the trap does not keep
+// reading.
+func TestHTTPEndlessHeaders(t *testing.T) {
+	_, n := openTest(t, Config{})
+	c, err := dialIn(n.NetnsPath(), "tcp4", "203.0.113.9:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("GET / HTTP/1.1\r\nHost: flood.example\r\n"))
+	line := []byte("X-Flood: " + strings.Repeat("a", 1000) + "\r\n")
+	sent := 0
+	for sent < 4*(maxHeaderBytes+PayloadCap) {
+		c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		k, err := c.Write(line)
+		sent += k
+		if err != nil {
+			break // the trap stopped reading and closed: bounded
+		}
+	}
+	if sent >= 4*(maxHeaderBytes+PayloadCap) {
+		t.Fatalf("the trap took %d bytes of header", sent)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		recs, _ := n.Records()
+		for _, r := range recs {
+			if r.Protocol == "http" && r.Incomplete == "unparsed" {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	recs, _ := n.Records()
+	t.Fatalf("no unparsed http record: %+v", recs)
+}
