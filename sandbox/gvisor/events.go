@@ -75,7 +75,11 @@ func (p *parser) socket(e event) {
 	case "AF_NETLINK":
 		proto = "netlink"
 	}
-	p.sockets[sockKey{e.pid, fd}] = proto
+	if len(p.sockets) < maxTracked*64 {
+		p.sockets[sockKey{e.pid, fd}] = proto
+	} else {
+		p.reason(ReasonTruncated)
+	}
 }
 
 func (p *parser) connection(ph *phaseSets, e event) {
@@ -101,7 +105,7 @@ func (p *parser) connection(ph *phaseSets, e event) {
 		c.Protocol = "unix"
 		c.Unresolved = !strings.Contains(m[0], "Addr:")
 	}
-	if e.call == "connect" && (e.ok() || e.errno == errInProgress) {
+	if e.call == "connect" && (e.ok() || e.errno == errInProgress) && len(p.peers) < maxTracked*64 {
 		p.peers[fm[2]] = c
 	}
 	p.record(ph, c)
@@ -122,7 +126,11 @@ func (p *parser) record(ph *phaseSets, c Connection) {
 	if !c.Unresolved && p.c.Ignore(c) {
 		return
 	}
-	ph.network[c] = true
+	if len(ph.network) < maxTracked || ph.network[c] {
+		ph.network[c] = true
+	} else {
+		p.phaseReason(ph, ReasonTruncated)
+	}
 }
 
 // unaddressed handles a connect or send whose destination the trace did not
@@ -200,10 +208,10 @@ func (p *parser) open(ph *phaseSets, e event) {
 	}
 	full, resolved := p.resolve(ph, dir, name)
 	if p.c.Decoy(full) || !resolved && p.c.Decoy(path.Join("/", name)) {
-		ph.decoys[clip(full, 160)] = true
+		addBounded(p, ph, ph.decoys, clip(full, 160))
 	}
 	if writing(flags) && p.c.PersistentWrite(full) {
-		ph.writes[clip(full, 160)] = true
+		addBounded(p, ph, ph.writes, clip(full, 160))
 	}
 }
 
@@ -258,7 +266,7 @@ func (p *parser) exec(ph *phaseSets, e event) {
 			words = append(words, a[1])
 		}
 	}
-	ph.exec[clip(strings.Join(words, " "), 160)] = true
+	addBounded(p, ph, ph.exec, clip(strings.Join(words, " "), 160))
 }
 
 // change records a directory made, a file removed or renamed, as a write.
@@ -295,7 +303,22 @@ func (p *parser) change(ph *phaseSets, e event) {
 	}
 	for _, dn := range paths {
 		if full, _ := p.resolve(ph, dn[0], dn[1]); p.c.PersistentWrite(full) {
-			ph.writes[clip(full, 160)] = true
+			addBounded(p, ph, ph.writes, clip(full, 160))
 		}
 	}
+}
+
+// maxTracked bounds the distinct records one phase keeps while the trace is
+// read (the lists handed out keep MaxList of them): a package that opens
+// millions of distinct paths must not grow the worker's memory, which is
+// outside the sandbox's limit. Past it the phase is truncated.
+const maxTracked = 1024
+
+// addBounded adds k to set unless the set is full, which truncates ph.
+func addBounded(p *parser, ph *phaseSets, set map[string]bool, k string) {
+	if len(set) < maxTracked || set[k] {
+		set[k] = true
+		return
+	}
+	p.phaseReason(ph, ReasonTruncated)
 }

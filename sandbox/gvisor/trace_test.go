@@ -1,6 +1,7 @@
 package gvisor
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -220,5 +221,24 @@ func TestParseTraceAttribution(t *testing.T) {
 	}
 	if len(rep.Phases[0].Network) == 0 {
 		t.Error("the resolver's connect ignored without WithResolver")
+	}
+}
+
+// TestParseTraceMemoryBounded: a trace of many thousand distinct programs
+// keeps at most maxTracked of them while it is read, and says it was cut.
+func TestParseTraceMemoryBounded(t *testing.T) {
+	var b strings.Builder
+	for i := range 5 * maxTracked {
+		fmt.Fprintf(&b, "I1201 22:50:31.393701   1 strace.go:608] [   2:   2] x X execve(0x1 /bin/p%d, 0x2 [\"p\"], 0x3 []) = 0 (0x0) (1µs)\n", i)
+	}
+	p := newParser(sampleWindows(), HISTORLists("/h", "/w"), time.UTC)
+	if err := p.read(strings.NewReader(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(p.phases[0].exec); n > maxTracked {
+		t.Fatalf("kept %d programs while reading, bound %d", n, maxTracked)
+	}
+	if !p.phases[0].reasons[ReasonTruncated] {
+		t.Error("the phase does not say it was cut")
 	}
 }
