@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 
@@ -67,14 +68,19 @@ func sha256Digest(hexsum string) (digest, bool) {
 }
 
 // download writes u to path, within the artifact bound, and refuses (and
-// removes) it unless it hashes to d. Every failure is install-failed: the
-// metadata named an artifact that could not be fetched as published.
+// removes) it unless it hashes to d. An artifact the registry answers for
+// but that is missing, oversized or not what was published is
+// install-failed; a registry that fails (no answer, 5xx, 429) says nothing
+// about the package: inspection-failed, and the job is tried again.
 func (p *Packages) download(ctx context.Context, u, path string, d digest) error {
 	res, err := p.open(ctx, u, "")
 	if err != nil {
-		return fail(sandbox.StatusInstallFailed, err, "downloading the artifact failed")
+		return fail(sandbox.StatusInspectionFailed, err, "downloading the artifact failed")
 	}
 	defer res.Body.Close()
+	if res.StatusCode >= 500 || res.StatusCode == http.StatusTooManyRequests {
+		return fail(sandbox.StatusInspectionFailed, nil, "downloading the artifact: registry answered %d", res.StatusCode)
+	}
 	if res.StatusCode/100 != 2 {
 		return fail(sandbox.StatusInstallFailed, nil, "downloading the artifact: registry answered %d", res.StatusCode)
 	}
