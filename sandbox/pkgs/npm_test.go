@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,11 +115,17 @@ func TestNPMRefusals(t *testing.T) {
 	reg.Add(pkgstest.NPMPackage{Name: "big", Version: "1.0.0", Files: map[string]string{"blob.txt": noise(256 << 10)}})
 	reg.Add(pkgstest.NPMPackage{Name: "escape", Version: "1.0.0", Manifest: map[string]any{"bin": "../../../../usr/bin/env"}, Files: map[string]string{"index.js": serverJS}})
 	reg.Add(pkgstest.NPMPackage{Name: "no-bin", Version: "1.0.0", Files: map[string]string{"index.js": serverJS}})
+	// A registry whose tarball host fails: the registry's failure, not the package's.
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
+	t.Cleanup(down.Close)
+	reg.SetPackument("down", []byte(`{"name":"down","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":{"name":"down","version":"1.0.0","bin":"index.js",`+
+		`"dist":{"tarball":"`+down.URL+`/down-1.0.0.tgz","shasum":"0000000000000000000000000000000000000000"}}}}`))
 	p := newPackages(t, pkgs.Config{NPMRegistry: reg.URL, MaxArtifact: 64 << 10})
 
 	tests := []struct {
 		spec, status, detail string
 	}{
+		{"npm:down", "inspection-failed", "registry answered 503"},
 		{"npm:absent", "not-found", "not in the registry"},
 		{"npm:tampered@9.9.9", "not-found", "no version"},
 		{"npm:tampered", "install-failed", "does not match the sha512 digest"},
