@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/histor-observer/histor/log/canon"
@@ -171,7 +172,36 @@ func serverView(s *catalog.Server, p *serverPage, tools []byte, now time.Time, b
 	v.Changes = convertAll(p.Changes, deskChange)
 	v.Observers, v.Agreement = deskObservers(p.Observers, p.Agreement, s.Obs.ToolSetDigest)
 	v.Badge = deskBadge(base, s.ID, v.StateText)
+	v.Package = deskPackage(p.Package)
 	return v, nil
+}
+
+// deskPackage is the server answer's package member as the desk shows it.
+func deskPackage(m *packageMember) *desk.PackageRuns {
+	if m == nil {
+		return nil
+	}
+	out := &desk.PackageRuns{Key: m.Key}
+	if r := m.LastRun; r != nil {
+		d := &desk.PackageRun{Package: r.Package, Version: r.Version, Status: r.Status, ObservedAt: r.ObservedAt,
+			Runtime: strings.TrimSpace(r.Runtime.Name + " " + r.Runtime.Version), RootDigest: r.Runtime.RootDigest,
+			CallsOK: r.Calls.Successful, CallsTotal: r.Calls.Total, CallsSkipped: r.Calls.Skipped, Complete: r.Complete,
+			Provenance: "unknown", Publisher: "unknown", Signals: r.Signals}
+		if r.Detail != nil {
+			d.Detail = *r.Detail
+		}
+		if r.BehaviourURL != nil {
+			d.BehaviourURL = *r.BehaviourURL
+		}
+		if f := r.VersionFacts; f != nil {
+			d.Provenance, d.Publisher = f.Provenance, f.Publisher
+		}
+		out.Last = d
+	}
+	for _, v := range m.Versions {
+		out.Versions = append(out.Versions, desk.PackageRun{Version: v.Version, Status: v.Status, ObservedAt: v.ObservedAt})
+	}
+	return out
 }
 
 func deskSpan(sp *timelineRow) desk.Span {

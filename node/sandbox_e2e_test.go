@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"github.com/histor-observer/histor/node/desk/desktest"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -396,5 +397,16 @@ func checkServerPage(t *testing.T, n *Node, id string) {
 	}
 	if page.Server["toolSetDigest"] == nil {
 		t.Errorf("server summary %v has no digest", page.Server)
+	}
+	// The desk's page of the server shows the same run, as a record.
+	rec = httptest.NewRecorder()
+	n.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/s/"+id, nil))
+	html := rec.Body.String()
+	if rec.Code != 200 || !strings.Contains(html, "Sandbox runs") || !strings.Contains(html, "npm:tiny-weather@1.0.0") ||
+		!strings.Contains(html, *r.BehaviourURL) {
+		t.Errorf("the desk's server page (%d) does not show the last run", rec.Code)
+	}
+	for _, err := range desktest.Lint(rec.Body.Bytes()) {
+		t.Errorf("desk server page: %v", err)
 	}
 }

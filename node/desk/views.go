@@ -53,6 +53,28 @@ type ServerView struct {
 	Observers []Observer
 	Agreement Agreement
 	Badge     Badge
+	// Package is a package server's sandbox runs; nil for an endpoint.
+	Package *PackageRuns
+}
+
+// PackageRuns is what the sandbox recorded of a package server: its last
+// run and every version observed. A record of what happened, never a
+// verdict.
+type PackageRuns struct {
+	Key      string
+	Last     *PackageRun
+	Versions []PackageRun
+}
+
+// PackageRun is one run of one version.
+type PackageRun struct {
+	Package, Version, Status, Detail, ObservedAt string
+	Runtime, RootDigest                          string
+	CallsOK, CallsTotal, CallsSkipped            int
+	Complete                                     bool
+	BehaviourURL                                 string
+	Provenance, Publisher                        string
+	Signals                                      []string
 }
 
 // Tool is one tool as observed.
