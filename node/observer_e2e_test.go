@@ -95,9 +95,16 @@ const operatorToken = "an-operator-token-for-the-e2e-test"
 
 func startObserver(t *testing.T, registry string, now func() time.Time) *observer {
 	t.Helper()
-	n, err := node.New(node.Config{DataDir: t.TempDir(), OperatorToken: operatorToken, Now: now,
-		PublicURL: "http://observer.test",
-		Crawl:     crawl.Config{Registry: registry, AllowPrivateTargets: true, Now: now}})
+	return startObserverWith(t, node.Config{Now: now, PublicURL: "http://observer.test",
+		Crawl: crawl.Config{Registry: registry, AllowPrivateTargets: true, Now: now}})
+}
+
+// startObserverWith serves a node of cfg (its DataDir and OperatorToken
+// set here) on loopback until the test ends.
+func startObserverWith(t *testing.T, cfg node.Config) *observer {
+	t.Helper()
+	cfg.DataDir, cfg.OperatorToken = t.TempDir(), operatorToken
+	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package node_test
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"net/http"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,23 +25,9 @@ func TestNodeObservesOwnFace(t *testing.T) {
 		t.Skip("starts a node and crawls it over loopback")
 	}
 	reg := registrytest.Server(t, nil)
-	n, err := node.New(node.Config{DataDir: t.TempDir(), OperatorToken: operatorToken, ObserveOwnFace: true,
+	o := startObserverWith(t, node.Config{ObserveOwnFace: true,
 		Crawl: crawl.Config{Registry: reg.URL, AllowPrivateTargets: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := n.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- n.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done; n.Close() })
-	o := &observer{t: t, base: "http://" + ln.Addr().String(), n: n}
+	ctx := context.Background()
 	o.crawl()
 
 	// What an SDK client reads from the face.
@@ -76,23 +60,8 @@ func TestNodeObservesOwnFace(t *testing.T) {
 		}
 		Labels []struct{ Method string }
 	}
-	getJSON(t, o.base+"/api/v1/servers/"+id, &page)
+	o.getJSON("/api/v1/servers/"+id, &page)
 	if page.Descriptor.ToolSet.DigestSRI != want || len(page.Labels) < 3 || page.Descriptor.Server.Registry != registry.CuratedRegistry {
 		t.Fatalf("the log holds %+v for the own face, the SDK client reads %s", page, want)
-	}
-}
-
-func getJSON(t *testing.T, url string, v any) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d", url, resp.StatusCode)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatal(err)
 	}
 }

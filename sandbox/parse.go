@@ -32,23 +32,31 @@ func ParseObservation(b []byte) (*Observation, error) {
 	if obs.Type != Type {
 		return nil, fmt.Errorf("parsing observation: type %q", obs.Type)
 	}
-	if len(o.ServerInfo) > 0 { // may hold a number only canon keeps (1e400)
-		v, err := canon.ParseDeferringNumbers(o.ServerInfo, canon.Limits{MaxDepth: 64, MaxBytes: len(o.ServerInfo) + 1})
-		if err != nil {
-			return nil, fmt.Errorf("parsing observation serverInfo: %w", err)
-		}
-		obs.ServerInfo = v
+	var err error
+	if obs.ServerInfo, err = deferred(o.ServerInfo, "serverInfo"); err != nil { // may hold a 1e400 only canon keeps
+		return nil, err
 	}
-	if len(o.Tools) > 0 {
-		v, err := canon.ParseDeferringNumbers(o.Tools, canon.Limits{MaxDepth: 64, MaxBytes: len(o.Tools) + 1})
-		if err != nil {
-			return nil, fmt.Errorf("parsing observation tools: %w", err)
-		}
-		tools, ok := v.([]any)
-		if !ok {
+	tools, err := deferred(o.Tools, "tools")
+	if err != nil {
+		return nil, err
+	}
+	if tools != nil {
+		if obs.Tools, _ = tools.([]any); obs.Tools == nil {
 			return nil, errors.New("parsing observation: tools is not an array")
 		}
-		obs.Tools = tools
 	}
 	return &obs, nil
+}
+
+// deferred parses one member as the crawler parses what a server sends:
+// canon, numbers MTL/1 refuses kept as canon.RefusedNumber; nil when absent.
+func deferred(raw json.RawMessage, member string) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	v, err := canon.ParseDeferringNumbers(raw, canon.Limits{MaxDepth: 64, MaxBytes: len(raw) + 1})
+	if err != nil {
+		return nil, fmt.Errorf("parsing observation %s: %w", member, err)
+	}
+	return v, nil
 }

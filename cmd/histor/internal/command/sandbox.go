@@ -108,13 +108,12 @@ func sandboxAction(c *cli.Context, d deps) error {
 
 // sandboxConfig maps the flags onto observer.Config.
 func sandboxConfig(c *cli.Context) (observer.Config, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil && (c.String("sandbox-dir") == "" || c.String("rootfs") == "") {
-		return observer.Config{}, usageError(fmt.Errorf("no user cache directory: set --sandbox-dir and --rootfs: %w", err))
+	dir, roots, err := sandboxDirs(c)
+	if err != nil {
+		return observer.Config{}, err
 	}
-	dir := orDefault(c.String("sandbox-dir"), filepath.Join(cache, "histor", "sandbox"))
 	cfg := observer.Config{
-		WorkDir: dir, RootfsDir: orDefault(c.String("rootfs"), filepath.Join(cache, "histor", "rootfs")),
+		WorkDir: dir, RootfsDir: roots,
 		SkipRootCheck: c.Bool("skip-root-check"),
 		NPMRegistry:   c.String("npm-registry"), PyPI: c.String("pypi"), PyPIIndex: c.String("pypi-index"),
 		Limits: sandbox.Limits{
@@ -140,6 +139,17 @@ func sandboxRoots(c *cli.Context, d deps, cfg observer.Config) error {
 		fmt.Fprintf(d.stdio.Out, "%s\t%s\t%s\t%d files\n", k, r.Digest, r.Suite, r.Files)
 	}
 	return nil
+}
+
+// sandboxDirs is --sandbox-dir and --rootfs, each defaulting under the
+// user cache directory (histor/sandbox, histor/rootfs).
+func sandboxDirs(c *cli.Context) (dir, roots string, err error) {
+	cache, err := os.UserCacheDir()
+	if err != nil && (c.String("sandbox-dir") == "" || c.String("rootfs") == "") {
+		return "", "", usageError(fmt.Errorf("no user cache directory: set --sandbox-dir and --rootfs: %w", err))
+	}
+	return orDefault(c.String("sandbox-dir"), filepath.Join(cache, "histor", "sandbox")),
+		orDefault(c.String("rootfs"), filepath.Join(cache, "histor", "rootfs")), nil
 }
 
 func orDefault(v, def string) string {

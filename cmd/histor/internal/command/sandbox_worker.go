@@ -104,17 +104,9 @@ func sandboxWorkerAction(c *cli.Context) error {
 }
 
 func workerObserverConfig(c *cli.Context) (observer.Config, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil && (c.String("sandbox-dir") == "" || c.String("rootfs") == "") {
-		return observer.Config{}, usageError(fmt.Errorf("sandbox worker: no user cache directory; give --sandbox-dir and --rootfs: %w", err))
-	}
-	dir := c.String("sandbox-dir")
-	if dir == "" {
-		dir = filepath.Join(cache, "histor", "sandbox")
-	}
-	roots := c.String("rootfs")
-	if roots == "" {
-		roots = filepath.Join(cache, "histor", "rootfs")
+	dir, roots, err := sandboxDirs(c)
+	if err != nil {
+		return observer.Config{}, err
 	}
 	return observer.Config{
 		WorkDir: filepath.Join(dir, "work"), RootfsDir: roots, InstallCache: filepath.Join(dir, "installs"),
