@@ -41,8 +41,9 @@ func SignDocument(key ed25519.PrivateKey, did string, body map[string]any) ([]by
 }
 
 // VerifyDocument parses raw strictly and checks that it is a document of
-// wantType signed by pub over every member but signature; it returns the
-// members without the signature. A signature that does not verify wraps
+// wantType signed by pub over every member but signature, its signature
+// member naming pub's did:key; it returns the members without the
+// signature. A signature that does not verify wraps
 // ErrSignature.
 func VerifyDocument(raw []byte, pub ed25519.PublicKey, wantType string) (map[string]any, error) {
 	v, err := canon.ParseWith(raw, canon.Limits{MaxDepth: 64, MaxBytes: MaxDocumentBytes})
@@ -59,6 +60,9 @@ func VerifyDocument(raw []byte, pub ed25519.PublicKey, wantType string) (map[str
 	sig, ok := doc["signature"].(map[string]any)
 	if !ok || sig["alg"] != "Ed25519" {
 		return nil, errors.New("verifying document: no Ed25519 signature member")
+	}
+	if len(pub) == ed25519.PublicKeySize && sig["verificationMethod"] != awr.VerificationMethod(awr.DIDKey(pub)) {
+		return nil, fmt.Errorf("verifying document: the signature names %v, not the key's did", sig["verificationMethod"])
 	}
 	value, _ := sig["value"].(string)
 	s, err := base64.RawURLEncoding.DecodeString(value)

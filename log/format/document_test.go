@@ -45,6 +45,12 @@ func TestSignDocumentAsHISTOR(t *testing.T) {
 	if _, err := format.VerifyDocument(raw, pub, "histor.security-event/v1"); err == nil {
 		t.Error("accepted under another type")
 	}
+	doc["signature"].(map[string]any)["verificationMethod"] = "did:key:zOther#zOther"
+	renamed, _ := canon.Marshal(doc)
+	if _, err := format.VerifyDocument(renamed, pub, "histor.behaviour-census/v1"); err == nil {
+		t.Error("accepted a signature member that names another key")
+	}
+	doc["signature"].(map[string]any)["verificationMethod"] = awr.VerificationMethod(did)
 	doc["packages"] = 4
 	tampered, _ := canon.Marshal(doc)
 	if _, err := format.VerifyDocument(tampered, pub, "histor.behaviour-census/v1"); !errors.Is(err, format.ErrSignature) {

@@ -3,13 +3,12 @@ package events
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"time"
 
-	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/canon"
+	"github.com/histor-observer/histor/log/format"
 )
 
 // Type is the type member of every event; it is inside the signed bytes,
@@ -75,16 +74,8 @@ func (s Signer) Sign(f Fact) (doc []byte, id string, err error) {
 	sum := sha256.Sum256(unsigned)
 	id = hex.EncodeToString(sum[:])
 	body["id"] = id
-	msg, err := canon.Marshal(body)
-	if err != nil {
-		return nil, "", fmt.Errorf("canonicalising event: %w", err)
-	}
-	body["signature"] = map[string]any{
-		"alg": "Ed25519", "verificationMethod": awr.VerificationMethod(s.DID),
-		"value": base64.RawURLEncoding.EncodeToString(ed25519.Sign(s.Key, msg)),
-	}
-	if doc, err = canon.Marshal(body); err != nil {
-		return nil, "", fmt.Errorf("canonicalising signed event: %w", err)
+	if doc, err = format.SignDocument(s.Key, s.DID, body); err != nil {
+		return nil, "", fmt.Errorf("signing event: %w", err)
 	}
 	return doc, id, nil
 }
