@@ -37,9 +37,12 @@ type pkg struct {
 	Transport    struct {
 		Type string `json:"type"`
 	} `json:"transport"`
-	Env []struct {
-		Name string `json:"name"`
-	} `json:"environmentVariables"`
+	Env []envVar `json:"environmentVariables"`
+}
+
+// envVar is one environmentVariables[] member; only its name is kept.
+type envVar struct {
+	Name string `json:"name"`
 }
 
 // PyPINormalise is a PyPI project name as PEP 503 compares it.
@@ -102,14 +105,8 @@ func compactPackages(in []pkg) []pkg {
 	return kept
 }
 
-func compactEnv(in []struct {
-	Name string `json:"name"`
-}) []struct {
-	Name string `json:"name"`
-} {
-	var out []struct {
-		Name string `json:"name"`
-	}
+func compactEnv(in []envVar) []envVar {
+	var out []envVar
 	for _, e := range in {
 		if len(out) == maxEnvVars {
 			break
