@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/histor-observer/histor/node/desk/desktest"
+	"html"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -401,9 +402,11 @@ func checkServerPage(t *testing.T, n *Node, id string) {
 	// The desk's page of the server shows the same run, as a record.
 	rec = httptest.NewRecorder()
 	n.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/s/"+id, nil))
-	html := rec.Body.String()
-	if rec.Code != 200 || !strings.Contains(html, "Sandbox runs") || !strings.Contains(html, "npm:tiny-weather@1.0.0") ||
-		!strings.Contains(html, *r.BehaviourURL) {
+	// Compared as text, not markup: html/template writes the SRI's "+" in
+	// an attribute as "&#43;".
+	text := html.UnescapeString(rec.Body.String())
+	if rec.Code != 200 || !strings.Contains(text, "Sandbox runs") || !strings.Contains(text, "npm:tiny-weather@1.0.0") ||
+		!strings.Contains(text, `href="`+*r.BehaviourURL+`"`) {
 		t.Errorf("the desk's server page (%d) does not show the last run", rec.Code)
 	}
 	for _, err := range desktest.Lint(rec.Body.Bytes()) {

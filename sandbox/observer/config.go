@@ -46,8 +46,13 @@ type Config struct {
 	SkipRootCheck bool
 	// InstallCache, when set, keeps installed packages keyed by their
 	// registry integrity, so a version installed once is not downloaded
-	// again. Install scripts always run on a copy.
+	// again. Install scripts always run on a copy. One process uses a
+	// cache directory: eviction only knows its own runs' use.
 	InstallCache string
+	// InstallCacheBytes bounds the install cache's trees: a store evicts
+	// the least recently used installs beyond it, and an install larger
+	// than the whole bound is not kept. Default DefaultInstallCacheBytes.
+	InstallCacheBytes int64
 
 	// NPMRegistry, PyPI and PyPIIndex are sandbox/pkgs' (defaults: the
 	// public registries).
@@ -93,6 +98,12 @@ func (c Config) withDefaults() (Config, error) {
 	c.Limits = limitsWithDefaults(c.Limits)
 	if c.WorkBytes < 0 {
 		return c, errors.New("observer config: WorkBytes must not be negative")
+	}
+	if c.InstallCacheBytes < 0 {
+		return c, errors.New("observer config: InstallCacheBytes must not be negative")
+	}
+	if c.InstallCacheBytes == 0 {
+		c.InstallCacheBytes = DefaultInstallCacheBytes
 	}
 	if c.WorkBytes == 0 {
 		c.WorkBytes = DefaultWorkBytes
@@ -170,3 +181,7 @@ func availableMemory() int64 {
 // DefaultWorkBytes is Config.WorkBytes' default: room for an install of a
 // few hundred megabytes, its copy for the install scripts and the trace.
 const DefaultWorkBytes = 2 << 30
+
+// DefaultInstallCacheBytes is Config.InstallCacheBytes' default: a few
+// hundred typical npm servers (tens of MB each with their dependencies).
+const DefaultInstallCacheBytes = 8 << 30

@@ -18,7 +18,8 @@ import (
 // only a fully successful call phase is complete).
 func TestReferenceServers(t *testing.T) {
 	needNPM(t)
-	o := newTestObserver(t, Config{})
+	o := newTestObserver(t, Config{InstallCache: t.TempDir()})
+	digests := map[string]string{}
 	for _, tc := range []struct {
 		spec     string
 		tool     string
@@ -33,6 +34,7 @@ func TestReferenceServers(t *testing.T) {
 			if obs.Status != sandbox.StatusOK {
 				t.Fatalf("status %s (%s)", obs.Status, obs.Detail)
 			}
+			digests[tc.spec] = obs.ToolSetDigest
 			if !slices.Contains(toolNames(obs.Tools), tc.tool) || obs.ToolSetDigest == "" {
 				t.Errorf("tools %v, digest %q", toolNames(obs.Tools), obs.ToolSetDigest)
 			}
@@ -52,6 +54,14 @@ func TestReferenceServers(t *testing.T) {
 				t.Errorf("behaviour complete %v, calls complete %v (%+v), want %v", b.Complete, obs.Calls.Complete, obs.Calls.Outcomes, tc.complete)
 			}
 		})
+	}
+	// The second run of a version reads the install its first run left in
+	// the cache (on another file system than the run's tmpfs) and sees the
+	// same tools.
+	spec := "npm:@modelcontextprotocol/server-sequential-thinking@2026.8.31"
+	again := observe(t, o, spec, Options{})
+	if again.Status != sandbox.StatusOK || again.Install.Detail != "installed before; reused by integrity" || again.ToolSetDigest != digests[spec] {
+		t.Errorf("second run: status %s, install %+v, digest %s (first %s)", again.Status, again.Install, again.ToolSetDigest, digests[spec])
 	}
 	// The roots are shared and mounted read-only: nothing a run does may
 	// change them (a mount point runsc had to create once did).

@@ -43,6 +43,7 @@ type run struct {
 
 	resolved  *pkgs.Resolved
 	installed *pkgs.Installed
+	release   func() // ends the run's use of a cached install; nil before install
 	root      *rootfs.Root
 }
 
@@ -105,6 +106,11 @@ func (r *run) observe(ctx context.Context) *sandbox.Observation {
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			r.o.log.Error("removing run directory", "dir", dir, "err", err)
+		}
+	}()
+	defer func() {
+		if r.release != nil {
+			r.release()
 		}
 	}()
 	for _, stage := range []func(context.Context) bool{r.resolve, r.install, r.scripts, r.serve} {
@@ -173,7 +179,8 @@ func (r *run) resolve(ctx context.Context) bool {
 
 func (r *run) install(ctx context.Context) bool {
 	began := time.Now()
-	in, err := r.o.install(ctx, r.resolved, filepath.Join(r.dir, "install"))
+	in, release, err := r.o.install(ctx, r.resolved, filepath.Join(r.dir, "install"))
+	r.release = release
 	if in != nil {
 		r.obs.Install = in.Record
 		r.obs.Install.Seconds = roundSeconds(in.Record.Seconds)

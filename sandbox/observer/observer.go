@@ -112,7 +112,7 @@ func (o *Observer) newCache(context.Context) error {
 	if o.cfg.InstallCache == "" {
 		return nil
 	}
-	c, err := openInstallCache(o.cfg.InstallCache)
+	c, err := openInstallCache(o.cfg.InstallCache, o.cfg.InstallCacheBytes)
 	o.cache = c
 	return err
 }

@@ -57,6 +57,8 @@ func sandboxWorkerCommand(d deps) *cli.Command {
 			altsrc.NewDurationFlag(&cli.DurationFlag{Name: "retry-delay", Value: 30 * time.Second, Usage: "a job this host could not observe (the sandbox or a registry failed) goes back for another delivery after `DURATION`", EnvVars: []string{"HISTOR_SANDBOX_RETRY_DELAY"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "sandbox-dir", Usage: "keep the runs' work files and install cache in `DIR` (default: the user cache directory's histor/sandbox)", EnvVars: []string{"HISTOR_SANDBOX_DIR"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "rootfs", Usage: "the Debian roots' cache `DIR` (default: the user cache directory's histor/rootfs)", EnvVars: []string{"HISTOR_ROOTFS_CACHE"}}),
+			altsrc.NewInt64Flag(&cli.Int64Flag{Name: "work-bytes", Value: observer.DefaultWorkBytes, Usage: "an observation writes at most `BYTES` on the host (its work directory is a tmpfs this size)", EnvVars: []string{"HISTOR_SANDBOX_WORK_BYTES"}}),
+			altsrc.NewInt64Flag(&cli.Int64Flag{Name: "install-cache-bytes", Value: observer.DefaultInstallCacheBytes, Usage: "keep at most `BYTES` of installed packages, least recently used evicted first", EnvVars: []string{"HISTOR_SANDBOX_INSTALL_CACHE_BYTES"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "npm-registry", Usage: "resolve and install npm packages from `URL`", EnvVars: []string{"HISTOR_NPM_REGISTRY"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "pypi", Usage: "the PyPI JSON API's base `URL`", EnvVars: []string{"HISTOR_PYPI"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "pypi-index", Usage: "the PEP 503 simple index pip installs from, `URL`", EnvVars: []string{"HISTOR_PYPI_INDEX"}}),
@@ -112,6 +114,7 @@ func workerObserverConfig(c *cli.Context) (observer.Config, error) {
 		WorkDir: filepath.Join(dir, "work"), RootfsDir: roots, InstallCache: filepath.Join(dir, "installs"),
 		SkipRootCheck: c.Bool("skip-root-check"), NPMRegistry: c.String("npm-registry"), PyPI: c.String("pypi"),
 		PyPIIndex: c.String("pypi-index"), Concurrency: c.Int("concurrency"),
+		WorkBytes: c.Int64("work-bytes"), InstallCacheBytes: c.Int64("install-cache-bytes"),
 	}, nil
 }
 
