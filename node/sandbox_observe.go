@@ -20,7 +20,7 @@ import (
 // the last one the node records it as poisoned.
 func ObserveJobs(o *observer.Observer) queue.Observe {
 	return func(ctx context.Context, job queue.Job) (queue.Result, error) {
-		obs, err := o.Observe(ctx, job.Target, observer.Options{Env: job.Env})
+		obs, err := o.Observe(ctx, job.Target, observer.Options{Env: job.Env, Limits: &job.Limits})
 		if err != nil {
 			return queue.Result{}, fmt.Errorf("observing %s: %w", job.Target, err)
 		}

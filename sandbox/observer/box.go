@@ -74,7 +74,7 @@ func (b *box) close(r *run) {
 // working directory writable, resolv.conf and the trap CA read-only, the
 // limits, the trap network and the trace.
 func (r *run) runSpec(b *box, pkgDir string, pkgWritable bool, args, env []string) gvisor.Run {
-	l := r.o.cfg.Limits
+	l := r.limits
 	return gvisor.Run{
 		ID: gvisor.NewID(), Root: r.root.Dir, TmpBytes: l.TmpBytes, Args: args, Env: env, Cwd: trap.WorkInSandbox,
 		Mounts: []gvisor.Mount{

@@ -185,3 +185,27 @@ const DefaultWorkBytes = 2 << 30
 // DefaultInstallCacheBytes is Config.InstallCacheBytes' default: a few
 // hundred typical npm servers (tens of MB each with their dependencies).
 const DefaultInstallCacheBytes = 8 << 30
+
+// tighter is base with every member of job above zero that is tighter
+// taking its place: a job may ask for less than the Observer allows, never
+// for more.
+func tighter(base sandbox.Limits, job *sandbox.Limits) sandbox.Limits {
+	if job == nil {
+		return base
+	}
+	lower := func(b, j float64) float64 {
+		if j > 0 && j < b {
+			return j
+		}
+		return b
+	}
+	base.MemoryBytes = int64(lower(float64(base.MemoryBytes), float64(job.MemoryBytes)))
+	base.TmpBytes = int64(lower(float64(base.TmpBytes), float64(job.TmpBytes)))
+	base.Pids = int(lower(float64(base.Pids), float64(job.Pids)))
+	base.Calls = int(lower(float64(base.Calls), float64(job.Calls)))
+	base.CPUs = lower(base.CPUs, job.CPUs)
+	base.InstallSeconds = lower(base.InstallSeconds, job.InstallSeconds)
+	base.RunSeconds = lower(base.RunSeconds, job.RunSeconds)
+	base.CallSeconds = lower(base.CallSeconds, job.CallSeconds)
+	return base
+}

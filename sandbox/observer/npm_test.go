@@ -57,11 +57,18 @@ func TestReferenceServers(t *testing.T) {
 	}
 	// The second run of a version reads the install its first run left in
 	// the cache (on another file system than the run's tmpfs) and sees the
-	// same tools.
-	spec := "npm:@modelcontextprotocol/server-sequential-thinking@2026.8.31"
-	again := observe(t, o, spec, Options{})
+	// same tools. It runs as a job that asks for less memory and two calls,
+	// and for more time than the observer allows: it gets the less, never
+	// the more, and records what it had.
+	spec := "npm:@modelcontextprotocol/server-memory@2026.8.31"
+	want := o.Limits()
+	want.MemoryBytes, want.Calls = 256<<20, 2
+	again := observe(t, o, spec, Options{Limits: &sandbox.Limits{MemoryBytes: 256 << 20, Calls: 2, RunSeconds: 10 * want.RunSeconds}})
 	if again.Status != sandbox.StatusOK || again.Install.Detail != "installed before; reused by integrity" || again.ToolSetDigest != digests[spec] {
 		t.Errorf("second run: status %s, install %+v, digest %s (first %s)", again.Status, again.Install, again.ToolSetDigest, digests[spec])
+	}
+	if again.Limits != want || again.Calls.Attempted != 2 {
+		t.Errorf("second run had limits %+v and attempted %d calls; want %+v and 2", again.Limits, again.Calls.Attempted, want)
 	}
 	// The roots are shared and mounted read-only: nothing a run does may
 	// change them (a mount point runsc had to create once did).

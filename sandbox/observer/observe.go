@@ -28,18 +28,23 @@ type Options struct {
 	// this one, for the version facts' signals (none when nil).
 	PreviousVersion string
 	PreviousFacts   *sandbox.VersionFacts
+	// Limits, when set, are the job's: each member above zero tightens the
+	// Observer's (a job can ask for less, never for more). The run records
+	// the limits it had.
+	Limits *sandbox.Limits
 }
 
 // run is one observation in progress.
 type run struct {
-	o     *Observer
-	opts  Options
-	obs   *sandbox.Observation
-	tag   string // every canary value of the run carries it
-	dir   string // the run's work directory, removed at the end
-	spec  pkgs.Spec
-	env   map[string]string // placeholders by variable name
-	start time.Time
+	o      *Observer
+	opts   Options
+	limits sandbox.Limits // the Observer's, tightened by the job's
+	obs    *sandbox.Observation
+	tag    string // every canary value of the run carries it
+	dir    string // the run's work directory, removed at the end
+	spec   pkgs.Spec
+	env    map[string]string // placeholders by variable name
+	start  time.Time
 
 	resolved  *pkgs.Resolved
 	installed *pkgs.Installed
@@ -52,10 +57,10 @@ type run struct {
 // only for a spec of the wrong type or unusable Options.Env names, which
 // are the caller's mistakes. A malformed spec string is status refused.
 func (o *Observer) Observe(ctx context.Context, spec any, opts Options) (*sandbox.Observation, error) {
-	r := &run{o: o, opts: opts, start: time.Now(), tag: newTag()}
+	r := &run{o: o, opts: opts, start: time.Now(), tag: newTag(), limits: tighter(o.cfg.Limits, opts.Limits)}
 	r.obs = &sandbox.Observation{
 		Type: sandbox.Type, Observer: o.cfg.Observer, ObservedAt: r.start.UTC().Format(time.RFC3339),
-		Limits: o.cfg.Limits, Runtime: o.describe, Stages: []sandbox.Stage{},
+		Limits: r.limits, Runtime: o.describe, Stages: []sandbox.Stage{},
 		Calls:     sandbox.Coverage{Outcomes: []sandbox.CallOutcome{}},
 		Install:   sandbox.InstallRecord{Status: "skipped", ScriptPackages: []string{}},
 		Behaviour: sandbox.Behaviour{Observer: BehaviourObserver, Startup: emptyPhase(), Calls: emptyPhase()},
@@ -179,7 +184,9 @@ func (r *run) resolve(ctx context.Context) bool {
 
 func (r *run) install(ctx context.Context) bool {
 	began := time.Now()
-	in, release, err := r.o.install(ctx, r.resolved, filepath.Join(r.dir, "install"))
+	ictx, cancel := context.WithTimeout(ctx, seconds(r.limits.InstallSeconds))
+	defer cancel()
+	in, release, err := r.o.install(ictx, r.resolved, filepath.Join(r.dir, "install"))
 	r.release = release
 	if in != nil {
 		r.obs.Install = in.Record

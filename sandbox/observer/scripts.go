@@ -68,7 +68,7 @@ func (r *run) runScripts(ctx context.Context) (*sandbox.Phase, error) {
 	spec.Cwd = pkgs.MountPoint
 	out := &tailBuffer{}
 	spec.Stdout, spec.Stderr, spec.Stdin = out, out, emptyReader{}
-	sctx, cancel := context.WithTimeout(ctx, seconds(r.o.cfg.Limits.InstallSeconds))
+	sctx, cancel := context.WithTimeout(ctx, seconds(r.limits.InstallSeconds))
 	defer cancel()
 	started := time.Now()
 	sb, err := r.o.runtime.Start(sctx, spec)

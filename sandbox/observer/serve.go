@@ -33,7 +33,7 @@ func (r *run) serve(ctx context.Context) bool {
 		return r.fail(sandbox.StatusSandboxUnavailable, err.Error())
 	}
 	defer b.close(r)
-	l := r.o.cfg.Limits
+	l := r.limits
 	stderr := &tailBuffer{}
 	spec := r.runSpec(b, r.installed.Dir, false, r.installed.Command, append(r.baseEnv(), r.installed.Env...))
 	spec.Stderr = stderr
@@ -62,7 +62,7 @@ func (r *run) serve(ctx context.Context) bool {
 }
 
 func (r *run) talkConfig() stdio.Config {
-	l := r.o.cfg.Limits
+	l := r.limits
 	calls := l.Calls
 	if calls == 0 {
 		calls = -1
