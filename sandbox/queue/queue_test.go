@@ -70,7 +70,7 @@ func workerMain(mode string) int {
 	}
 	w, err := NewWorker(context.Background(), WorkerConfig{
 		URL: os.Getenv(envURL), SeedFile: os.Getenv(envSeed), Concurrency: 1,
-		NakDelay: 100 * time.Millisecond, Observe: observe, Logger: log,
+		NakDelay: 100 * time.Millisecond, Beat: testBeat, Observe: observe, Logger: log,
 	})
 	if err != nil {
 		log.Error("starting worker", "err", err)
@@ -114,6 +114,10 @@ type node struct {
 func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
+
+// testBeat is the test workers' beat: well inside the 2 s AckWait, so a
+// stall of the loaded machine does not pass for a dead worker.
+const testBeat = 150 * time.Millisecond
 
 // baseConfig is a node config for n worker keys, listening on a free
 // loopback port, with a short AckWait so redelivery takes seconds.
@@ -203,7 +207,7 @@ func (n *node) enqueue(t testing.TB, target string) Job {
 func (n *node) worker(t testing.TB, seed string, observe Observe, tlsc *tls.Config) {
 	t.Helper()
 	w, err := NewWorker(context.Background(), WorkerConfig{URL: n.q.ClientURL(), SeedFile: seed,
-		TLS: tlsc, Concurrency: 2, NakDelay: 50 * time.Millisecond, Observe: observe, Logger: testLogger(t)})
+		TLS: tlsc, Concurrency: 2, NakDelay: 50 * time.Millisecond, Beat: testBeat, Observe: observe, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

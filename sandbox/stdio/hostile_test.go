@@ -11,9 +11,17 @@ import (
 	"github.com/histor-observer/histor/sandbox"
 )
 
-// fast bounds the real-process tests so a hanging server costs a second,
-// not the production 45 s.
-var fast = Config{InitTimeout: 700 * time.Millisecond, SessionTimeout: 20 * time.Second, CallTimeout: 700 * time.Millisecond}
+// fast bounds the real-process tests whose server hangs, so it costs a
+// second, not the production 45 s. A case that must not time out gets
+// roomy bounds instead: the child process starts on a loaded machine, ten
+// at once, and a short bound would make its status a matter of timing.
+var (
+	fast  = Config{InitTimeout: 700 * time.Millisecond, SessionTimeout: 20 * time.Second, CallTimeout: 700 * time.Millisecond}
+	roomy = Config{InitTimeout: 20 * time.Second, SessionTimeout: 30 * time.Second, CallTimeout: 10 * time.Second}
+	// hangCall is the hang case's: its first call must time out, its
+	// second answer within it.
+	hangCall = Config{InitTimeout: 20 * time.Second, SessionTimeout: 30 * time.Second, CallTimeout: 3 * time.Second}
+)
 
 // TestHostileProcesses talks to misbehaving servers running as child
 // processes and checks every one ends in its status within its bound.
@@ -56,7 +64,7 @@ func TestHostileProcesses(t *testing.T) {
 				t.Errorf("the server's requests were not declined as specified: %v", r.Tools)
 			}
 		}},
-		{"hang", sandbox.StatusOK, func(t *testing.T, r *Result) { checkHang(t, r, fast.CallTimeout) }},
+		{"hang", sandbox.StatusOK, func(t *testing.T, r *Result) { checkHang(t, r, hangCall.CallTimeout) }},
 		{"exits", sandbox.StatusExited, func(t *testing.T, r *Result) {
 			wantIn(t, r.Detail, "tools/list")
 			if r.Tools != nil || !r.Listed.IsZero() {
@@ -68,13 +76,16 @@ func TestHostileProcesses(t *testing.T) {
 		t.Run(tc.fake, func(t *testing.T) {
 			t.Parallel()
 			p := startFake(t, tc.fake)
-			cfg := fast
-			if tc.status == sandbox.StatusTooLarge {
-				cfg.InitTimeout = 10 * time.Second // reading to the bound must win, on a slow machine too
+			cfg := roomy
+			switch {
+			case tc.status == sandbox.StatusTimeout:
+				cfg = fast
+			case tc.fake == "hang":
+				cfg = hangCall
 			}
 			start := time.Now()
 			r := Talk(context.Background(), cfg, p.run(testCanary))
-			if elapsed := time.Since(start); elapsed > 15*time.Second {
+			if elapsed := time.Since(start); elapsed > cfg.SessionTimeout+5*time.Second {
 				t.Errorf("session took %s", elapsed)
 			}
 			if r.Status != tc.status {

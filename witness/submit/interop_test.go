@@ -265,8 +265,12 @@ func startLitewitness(t *testing.T, bin, dir, db, sock, fingerprint string, key 
 	})
 	waitHTTP(t, "http://"+addr+"/")
 	want, _ := keys.CosignatureVerifierKey(litewitnessName, key.Public().(ed25519.PublicKey))
-	if !strings.Contains(lines.String(), "vkey="+want) {
-		t.Errorf("litewitness does not log the verifier key %s:\n%s", want, lines.String())
+	// The line may still be on its way through the stderr reader.
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(lines.String(), "vkey="+want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("litewitness does not log the verifier key %s:\n%s", want, lines.String())
+			break
+		}
 	}
 	return addr
 }

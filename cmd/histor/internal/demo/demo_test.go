@@ -50,10 +50,10 @@ func TestDemoBinary(t *testing.T) {
 		urls = append(urls, fmt.Sprintf("http://127.0.0.1:%d", base+i))
 	}
 	for _, u := range urls {
-		waitFor(t, done, started.Add(10*time.Second), "/health of "+u, func() bool { return status(u+"/health") == http.StatusOK })
+		waitFor(t, done, started.Add(30*time.Second), "/health of "+u, func() bool { return status(u+"/health") == http.StatusOK })
 	}
 	// The guide is printed once every observer is ready, just after /health answers.
-	waitFor(t, done, started.Add(10*time.Second), "the guide", func() bool { return strings.Contains(stdout.String(), "Ctrl-C") })
+	waitFor(t, done, started.Add(30*time.Second), "the guide", func() bool { return strings.Contains(stdout.String(), "Ctrl-C") })
 	for _, want := range []string{urls[0] + "/api/v1/changes", "state=split", "/log/checkpoint"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the guide does not point at %s:\n%s", want, stdout.String())
@@ -116,13 +116,21 @@ func freeBase(t *testing.T) int {
 	return 0
 }
 
+// free reports whether each port is free for TCP and for UDP (libp2p's
+// QUIC listens on the UDP port of the same number).
 func free(ports ...int) bool {
 	for _, p := range ports {
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		addr := fmt.Sprintf("127.0.0.1:%d", p)
+		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return false
 		}
 		ln.Close()
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return false
+		}
+		pc.Close()
 	}
 	return true
 }
