@@ -209,9 +209,19 @@ func (r *Runtime) leftover(id string) bool {
 // step runs whatever the one before did; the errors are only logged,
 // because a container that already ended has nothing to kill.
 func (r *Runtime) destroy(id string) {
+	r.signal(id)
+	r.delete(id)
+}
+
+// signal sends KILL to container id's processes (runsc kill).
+func (r *Runtime) signal(id string) {
 	if _, err := r.control("kill", id, "KILL"); err != nil {
 		r.log.Debug("runsc kill", "id", id, "err", err)
 	}
+}
+
+// delete force-deletes container id and removes its cgroups.
+func (r *Runtime) delete(id string) {
 	if _, err := r.control("delete", "-force", id); err != nil {
 		r.log.Debug("runsc delete", "id", id, "err", err)
 	}
