@@ -27,9 +27,10 @@ const BehaviourObserver = "histor-gvisor-trace/1"
 // Config says where an Observer keeps its state and how far a run may go.
 // Zero values take the defaults named on each field.
 type Config struct {
-	// WorkDir holds one directory per observation (removed when it ends),
-	// runsc's state and the trap CA certificate. Required; created if
-	// missing.
+	// WorkDir holds a directory of each Observer's own (locked for its
+	// life, removed by Close) with one directory per observation, runsc's
+	// state and the trap CA certificate; processes may share it, and each
+	// New sweeps what a dead one left. Required; created if missing.
 	WorkDir string
 	// WorkBytes bounds what one observation may write on the host: its
 	// work directory (the install, the scripts' copy of it, HOME, the

@@ -52,20 +52,23 @@ func newTestObserver(t testing.TB, cfg Config) *Observer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if left, _ := os.ReadDir(o.path("runs")); len(left) > 0 {
+			t.Errorf("run directories left behind: %v", left)
+		}
 		if err := o.Close(); err != nil {
 			t.Error(err)
 		}
-		assertNoRuns(t, cfg.WorkDir)
+		assertNoRuns(t, o.inst.dir)
 	})
 	return o
 }
 
-// assertNoRuns checks that no run left its work directory behind.
-func assertNoRuns(t testing.TB, work string) {
+// assertNoRuns checks that the closed Observer left nothing: its own
+// directory under the work directory is gone.
+func assertNoRuns(t testing.TB, dir string) {
 	t.Helper()
-	left, _ := os.ReadDir(filepath.Join(work, "runs"))
-	if len(left) > 0 {
-		t.Errorf("run directories left behind: %v", left)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the observer left %s behind (%v)", dir, err)
 	}
 }
 

@@ -95,7 +95,7 @@ func (r *run) observe(ctx context.Context) *sandbox.Observation {
 	defer func() { <-r.o.slots }()
 	r.o.metrics.running.Inc()
 	defer r.o.metrics.running.Dec()
-	dir, err := os.MkdirTemp(filepath.Join(r.o.cfg.WorkDir, "runs"), r.tag+"-")
+	dir, err := os.MkdirTemp(r.o.path("runs"), r.tag+"-")
 	if err != nil {
 		return r.end(sandbox.StatusInspectionFailed, "creating the run's work directory: "+err.Error())
 	}

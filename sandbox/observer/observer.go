@@ -30,6 +30,7 @@ type Observer struct {
 	slots    chan struct{} // one token per running observation
 	cache    *installCache // nil without Config.InstallCache
 	metrics  *metrics
+	inst     *instance // this Observer's own locked directory under Config.WorkDir
 	talkHook func(*stdio.Result) // tests only: sees each session's result (the answers the observation keeps no copy of)
 }
 
@@ -43,17 +44,30 @@ func New(ctx context.Context, cfg Config) (*Observer, error) {
 		return nil, err
 	}
 	o := &Observer{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.Concurrency)}
-	if err := os.MkdirAll(filepath.Join(cfg.WorkDir, "runs"), 0o700); err != nil {
+	inst, err := claimInstance(ctx, cfg.WorkDir, sweepRuntime(cfg.Runsc, cfg.Platform, cfg.Logger), cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	o.inst = inst
+	if err := os.MkdirAll(o.path("runs"), 0o700); err != nil {
+		inst.release()
 		return nil, fmt.Errorf("creating work dir: %w", err)
 	}
 	steps := []func(context.Context) error{o.newMetrics, o.newRuntime, o.newPool, o.newPackages, o.newRoots, o.newCache}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
+			if o.runtime != nil {
+				o.runtime.Sweep(ctx)
+			}
+			inst.release()
 			return nil, err
 		}
 	}
 	return o, nil
 }
+
+// path is name inside the Observer's own work directory.
+func (o *Observer) path(name string) string { return filepath.Join(o.inst.dir, name) }
 
 func (o *Observer) newMetrics(context.Context) error {
 	m, err := newMetrics(o.cfg.Registerer)
@@ -63,7 +77,7 @@ func (o *Observer) newMetrics(context.Context) error {
 
 func (o *Observer) newRuntime(ctx context.Context) error {
 	rt, err := gvisor.New(ctx, gvisor.Config{
-		Runsc: o.cfg.Runsc, StateDir: filepath.Join(o.cfg.WorkDir, "runsc"), Platform: o.cfg.Platform,
+		Runsc: o.cfg.Runsc, StateDir: o.path("runsc"), Platform: o.cfg.Platform,
 		Logger: o.log, Registerer: o.cfg.Registerer,
 	})
 	if err != nil {
@@ -74,7 +88,7 @@ func (o *Observer) newRuntime(ctx context.Context) error {
 }
 
 func (o *Observer) newPool(context.Context) error {
-	p, err := trap.NewPool(trap.Config{CAFile: filepath.Join(o.cfg.WorkDir, "trap-ca.pem"), Logger: o.log, Registry: o.cfg.Registerer})
+	p, err := trap.NewPool(trap.Config{CAFile: o.path("trap-ca.pem"), Logger: o.log, Registry: o.cfg.Registerer})
 	if err != nil {
 		return &UnavailableError{What: "trap network", Err: err}
 	}
@@ -128,6 +142,9 @@ func (o *Observer) Limits() sandbox.Limits { return o.cfg.Limits }
 func (o *Observer) Close() error {
 	if err := o.runtime.Sweep(context.Background()); err != nil {
 		return fmt.Errorf("sweeping runtime: %w", err)
+	}
+	if err := o.inst.release(); err != nil {
+		return fmt.Errorf("removing the observer's work dir: %w", err)
 	}
 	return nil
 }
