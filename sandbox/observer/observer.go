@@ -30,7 +30,7 @@ type Observer struct {
 	slots    chan struct{} // one token per running observation
 	cache    *installCache // nil without Config.InstallCache
 	metrics  *metrics
-	inst     *instance // this Observer's own locked directory under Config.WorkDir
+	inst     *instance           // this Observer's own locked directory under Config.WorkDir
 	talkHook func(*stdio.Result) // tests only: sees each session's result (the answers the observation keeps no copy of)
 }
 
