@@ -184,8 +184,13 @@ func (r *run) resolve(ctx context.Context) bool {
 
 func (r *run) install(ctx context.Context) bool {
 	began := time.Now()
-	ictx, cancel := context.WithTimeout(ctx, seconds(r.limits.InstallSeconds))
-	defer cancel()
+	ictx := ctx
+	if r.limits.InstallSeconds < r.o.cfg.Limits.InstallSeconds {
+		// The job asked for less than the installer's own bound.
+		var cancel context.CancelFunc
+		ictx, cancel = context.WithTimeout(ctx, seconds(r.limits.InstallSeconds))
+		defer cancel()
+	}
 	in, release, err := r.o.install(ictx, r.resolved, filepath.Join(r.dir, "install"))
 	r.release = release
 	if in != nil {
