@@ -78,6 +78,21 @@ const SweepGrace = 2 * time.Minute
 // be removed (EBUSY), so a live sandbox of another runtime is never
 // touched, and the grace spares one that is still starting.
 func (r *Runtime) Sweep(ctx context.Context) error {
+	if err := r.sweep(ctx); err != nil {
+		return err
+	}
+	// destroy only logs what failed: say so when a container outlived it.
+	out, err := r.control("list", "-quiet")
+	if err != nil {
+		return fmt.Errorf("listing sandboxes after the sweep: %w", err)
+	}
+	if left := strings.Fields(string(out)); len(left) > 0 {
+		return fmt.Errorf("sandboxes outlived the sweep: %v", left)
+	}
+	return nil
+}
+
+func (r *Runtime) sweep(ctx context.Context) error {
 	out, err := r.control("list", "-quiet")
 	if err != nil {
 		return fmt.Errorf("listing stale sandboxes: %w", err)

@@ -7,15 +7,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/histor-observer/histor/sandbox/pkgs"
 )
@@ -26,24 +30,48 @@ import (
 //
 //	<key>/pkg            the installed tree, never written after it is in place
 //	<key>/installed.json Command, Env and Record of the install; its
-//	                     modification time is the entry's last use
-//	<key>/bytes          the tree's size, for the bound
+//	                     modification time is the entry's last use, and a
+//	                     run holds a shared flock on it while it uses the tree
+//	<key>/bytes          the tree's disk use, for the bound
 //
 // The cache holds at most max bytes: storing an entry evicts the least
-// recently used ones beyond it, never one a run of this process is using.
+// recently used ones beyond it, never one a run holds (of this process or
+// another sharing the directory). An entry is evicted by renaming it out
+// of place under an exclusive lock, so a load never sees half of one.
 type installCache struct {
 	dir string
 	max int64
-
-	mu    sync.Mutex
-	inUse map[string]int
 }
+
+// Prefixes of the cache's transient directories: a store in progress and
+// an entry being removed. Those older than transientGrace are a dead
+// process's and are removed when a cache opens.
+const (
+	storingPrefix  = ".tmp-"
+	evictingPrefix = ".evict-"
+	transientGrace = 10 * time.Minute
+)
 
 func openInstallCache(dir string, max int64) (*installCache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating install cache: %w", err)
 	}
-	return &installCache{dir: dir, max: max, inUse: map[string]int{}}, nil
+	c := &installCache{dir: dir, max: max}
+	c.removeTransient(time.Now())
+	return c, nil
+}
+
+func (c *installCache) removeTransient(now time.Time) {
+	des, _ := os.ReadDir(c.dir)
+	for _, de := range des {
+		name := de.Name()
+		if !strings.HasPrefix(name, storingPrefix) && !strings.HasPrefix(name, evictingPrefix) {
+			continue
+		}
+		if fi, err := de.Info(); err == nil && now.Sub(fi.ModTime()) > transientGrace {
+			os.RemoveAll(filepath.Join(c.dir, name))
+		}
+	}
 }
 
 func (c *installCache) key(r *pkgs.Resolved) string {
@@ -51,30 +79,35 @@ func (c *installCache) key(r *pkgs.Resolved) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// pin marks key in use until the returned release is called.
-func (c *installCache) pin(key string) (release func()) {
-	c.mu.Lock()
-	c.inUse[key]++
-	c.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			c.mu.Lock()
-			if c.inUse[key]--; c.inUse[key] <= 0 {
-				delete(c.inUse, key)
-			}
-			c.mu.Unlock()
-		})
+// hold takes a shared lock on an entry's installed.json; the returned
+// release drops it. A run holds it while it uses the tree.
+func hold(meta string) (*os.File, func(), error) {
+	f, err := os.Open(meta)
+	if err != nil {
+		return nil, nil, err
 	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	var once sync.Once
+	return f, func() { once.Do(func() { f.Close() }) }, nil
 }
 
-// load returns the cached install of r pinned, or nil.
+// load returns the cached install of r, held, or nil.
 func (c *installCache) load(r *pkgs.Resolved) (*pkgs.Installed, func()) {
-	key := c.key(r)
-	release := c.pin(key)
-	dir := filepath.Join(c.dir, key)
+	dir := filepath.Join(c.dir, c.key(r))
 	meta := filepath.Join(dir, "installed.json")
-	data, err := os.ReadFile(meta)
+	f, release, err := hold(meta)
+	if err != nil {
+		return nil, nil
+	}
+	// Evicted between the open and the lock: the file is no longer there.
+	if !samePlace(f, meta) {
+		release()
+		return nil, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
 	var in pkgs.Installed
 	if err != nil || json.Unmarshal(data, &in) != nil {
 		release()
@@ -86,25 +119,33 @@ func (c *installCache) load(r *pkgs.Resolved) (*pkgs.Installed, func()) {
 	return &in, release
 }
 
+// samePlace reports whether path still names f's file.
+func samePlace(f *os.File, path string) bool {
+	a, err1 := f.Stat()
+	b, err2 := os.Stat(path)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
 // store moves a finished install (work/pkg) into the cache, copying it
 // when the work directory is another file system, and returns it as cached
-// and pinned. A concurrent store of the same key wins or loses as a whole.
+// and held. A concurrent store of the same key wins or loses as a whole.
 func (c *installCache) store(ctx context.Context, r *pkgs.Resolved, in *pkgs.Installed) (*pkgs.Installed, func(), error) {
-	tmp, err := os.MkdirTemp(c.dir, ".tmp-")
+	tmp, err := os.MkdirTemp(c.dir, storingPrefix)
 	if err != nil {
 		return nil, nil, fmt.Errorf("caching install: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	pkg := filepath.Join(tmp, "pkg")
+	copied := false
 	if err := os.Rename(in.Dir, pkg); errors.Is(err, syscall.EXDEV) {
-		err = copyTree(ctx, in.Dir, pkg)
+		err, copied = copyTree(ctx, in.Dir, pkg), true
 	} else if err == nil {
 		defer os.Rename(pkg, in.Dir) // a failed store leaves the install where it was
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("caching install: %w", err)
 	}
-	size, err := treeBytes(pkg)
+	size, err := diskBytes(pkg)
 	if err == nil && size > c.max {
 		err = fmt.Errorf("%d bytes is more than the cache's %d", size, c.max)
 	}
@@ -121,12 +162,13 @@ func (c *installCache) store(ctx context.Context, r *pkgs.Resolved, in *pkgs.Ins
 	if err != nil {
 		return nil, nil, fmt.Errorf("caching install: %w", err)
 	}
-	key := c.key(r)
-	release := c.pin(key)
-	if err := c.evict(size, key); err != nil {
-		release()
+	// Held before it is in place, so no eviction can take it from the run.
+	_, release, err := hold(filepath.Join(tmp, "installed.json"))
+	if err != nil {
 		return nil, nil, fmt.Errorf("caching install: %w", err)
 	}
+	key := c.key(r)
+	c.evict(size, key)
 	final := filepath.Join(c.dir, key)
 	if err := os.Rename(tmp, final); err != nil {
 		release()
@@ -134,6 +176,9 @@ func (c *installCache) store(ctx context.Context, r *pkgs.Resolved, in *pkgs.Ins
 			return cached, rel, nil
 		}
 		return nil, nil, fmt.Errorf("caching install: %w", err)
+	}
+	if copied {
+		os.RemoveAll(in.Dir) // the run's tmpfs copy: memory, not needed now
 	}
 	out := *in
 	out.Dir = filepath.Join(final, "pkg")
@@ -143,64 +188,86 @@ func (c *installCache) store(ctx context.Context, r *pkgs.Resolved, in *pkgs.Ins
 // entry is one cached install as eviction sees it.
 type entry struct {
 	key  string
-	used time.Time
+	used time.Time // zero: no readable installed.json
 	size int64
 }
 
-// evict removes least recently used entries not in use (and not keep)
-// until incoming more bytes fit under the bound. An entry without a
-// readable size is removed first: a store that did not finish.
-func (c *installCache) evict(incoming int64, keep string) error {
-	des, err := os.ReadDir(c.dir)
-	if err != nil {
-		return fmt.Errorf("listing the install cache: %w", err)
+// evict removes least recently used entries that no run holds (and not
+// keep) until incoming more bytes fit under the bound. An entry whose
+// installed.json cannot be read goes first. Failures are skipped: the
+// bound is then exceeded until a later store, never the store refused.
+func (c *installCache) evict(incoming int64, keep string) {
+	entries, total := c.entries(keep)
+	total += incoming
+	sort.Slice(entries, func(i, j int) bool { return entries[i].used.Before(entries[j].used) })
+	for _, e := range entries {
+		if total <= c.max && !e.used.IsZero() {
+			return
+		}
+		if c.remove(e.key) {
+			total -= e.size
+		}
 	}
-	var entries []entry
-	total := incoming
+}
+
+// entries lists the cache's entries but keep, with their total size.
+func (c *installCache) entries(keep string) ([]entry, int64) {
+	des, _ := os.ReadDir(c.dir)
+	var out []entry
+	var total int64
 	for _, de := range des {
-		if !de.IsDir() || de.Name()[0] == '.' || de.Name() == keep {
+		if !de.IsDir() || strings.HasPrefix(de.Name(), ".") || de.Name() == keep {
 			continue
 		}
 		e := entry{key: de.Name()}
-		if fi, err := os.Stat(filepath.Join(c.dir, e.key, "installed.json")); err == nil {
+		dir := filepath.Join(c.dir, e.key)
+		if fi, err := os.Stat(filepath.Join(dir, "installed.json")); err == nil {
 			e.used = fi.ModTime()
 		}
-		if b, err := os.ReadFile(filepath.Join(c.dir, e.key, "bytes")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, "bytes")); err == nil {
 			e.size, _ = strconv.ParseInt(string(b), 10, 64)
+		} else if n, err := diskBytes(filepath.Join(dir, "pkg")); err == nil {
+			e.size = n // an entry from before sizes were kept
 		}
 		total += e.size
-		entries = append(entries, e)
+		out = append(out, e)
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].used.Before(entries[j].used) })
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, e := range entries {
-		if total <= c.max && !e.used.IsZero() {
-			break
-		}
-		if c.inUse[e.key] > 0 {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(c.dir, e.key)); err != nil {
-			return fmt.Errorf("evicting %s: %w", e.key, err)
-		}
-		total -= e.size
-	}
-	return nil
+	return out, total
 }
 
-// treeBytes is the size of the regular files under dir.
-func treeBytes(dir string) (int64, error) {
+// remove takes key out of place if no run holds it, then deletes it, and
+// reports whether it went.
+func (c *installCache) remove(key string) bool {
+	dir := filepath.Join(c.dir, key)
+	if f, err := os.Open(filepath.Join(dir, "installed.json")); err == nil {
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+			f.Close()
+			return false // a run holds it
+		}
+		defer f.Close()
+	}
+	gone := filepath.Join(c.dir, evictingPrefix+key+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := os.Rename(dir, gone); err != nil {
+		return false
+	}
+	os.RemoveAll(gone)
+	return true
+}
+
+// diskBytes is what the files under dir take on disk.
+func diskBytes(dir string) (int64, error) {
 	var n int64
 	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.Type().IsRegular() {
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		} else {
 			n += fi.Size()
 		}
 		return nil

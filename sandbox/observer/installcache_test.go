@@ -49,6 +49,9 @@ func TestInstallCacheAcrossFileSystems(t *testing.T) {
 		t.Fatal(err)
 	}
 	release()
+	if _, err := os.Stat(in.Dir); !os.IsNotExist(err) {
+		t.Errorf("the run's tmpfs still holds the copied install (%v)", err)
+	}
 	if !strings.HasPrefix(cached.Dir, c.dir) {
 		t.Fatalf("cached at %s, not under the cache %s", cached.Dir, c.dir)
 	}
@@ -64,16 +67,26 @@ func TestInstallCacheAcrossFileSystems(t *testing.T) {
 }
 
 // TestInstallCacheBound: the cache keeps at most its bound, evicting the
-// least recently used install first and never one a run is using; an
-// install larger than the whole bound stays where it was, uncached.
+// least recently used install first and never one a run is using, though
+// that run is another process's (a second cache on the same directory);
+// an install larger than the whole bound stays where it was, uncached.
 func TestInstallCacheBound(t *testing.T) {
-	work := t.TempDir()
-	c, err := openInstallCache(t.TempDir(), 3000)
+	work, dir := t.TempDir(), t.TempDir()
+	_, in0 := fakeInstall(t, work, "probe", 1000)
+	unit, err := diskBytes(in0.Dir) // what one such install takes on disk
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, err := openInstallCache(dir, 3*unit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := openInstallCache(dir, 3*unit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	store := func(name string) func() {
+	store := func(c *installCache, name string) func() {
 		t.Helper()
 		r, in := fakeInstall(t, work, name, 1000)
 		_, release, err := c.store(ctx, r, in)
@@ -83,33 +96,36 @@ func TestInstallCacheBound(t *testing.T) {
 		return release
 	}
 	cached := func(name string) bool {
-		_, err := os.Stat(filepath.Join(c.dir, c.key(&pkgs.Resolved{Spec: pkgs.Spec{Kind: pkgs.NPM}, Artifact: "npm:" + name + "@1", Integrity: "sha512-" + name})))
+		_, err := os.Stat(filepath.Join(dir, ours.key(&pkgs.Resolved{Spec: pkgs.Spec{Kind: pkgs.NPM}, Artifact: "npm:" + name + "@1", Integrity: "sha512-" + name})))
 		return err == nil
 	}
-	pinned := store("a") // a run still uses a
-	store("b")()
-	store("c")()
+	held := store(theirs, "a") // the other process's run still uses a
+	store(ours, "b")()
+	store(ours, "c")()
 	time.Sleep(10 * time.Millisecond) // the last-use times must differ
 	r, _ := fakeInstall(t, work, "b-again", 0)
 	r.Artifact, r.Integrity = "npm:b@1", "sha512-b"
-	if in, release := c.load(r); in == nil {
+	if in, release := ours.load(r); in == nil {
 		t.Fatal("b is not cached")
 	} else {
 		release() // b is now used more recently than c
 	}
-	store("d")()
+	store(ours, "d")()
 	if !cached("a") || !cached("b") || cached("c") || !cached("d") {
 		t.Errorf("after d: a %v b %v c %v d %v; want c evicted", cached("a"), cached("b"), cached("c"), cached("d"))
 	}
-	pinned()
+	held()
 	time.Sleep(10 * time.Millisecond)
-	store("e")()
+	store(ours, "e")()
 	if cached("a") || !cached("e") {
 		t.Errorf("after e: a %v e %v; want a evicted once released", cached("a"), cached("e"))
 	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) > 0 {
+		t.Errorf("transient directories left: %v", left)
+	}
 
-	r, in := fakeInstall(t, work, "huge", 4000)
-	if _, _, err := c.store(ctx, r, in); err == nil || !strings.Contains(err.Error(), "more than the cache's") {
+	r, in := fakeInstall(t, work, "huge", int(4*unit))
+	if _, _, err := ours.store(ctx, r, in); err == nil || !strings.Contains(err.Error(), "more than the cache's") {
 		t.Fatalf("storing beyond the bound: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(in.Dir, "node_modules", "huge", "index.js")); err != nil {

@@ -167,6 +167,9 @@ func removeMounted(dir string) error {
 
 // mountsUnder lists the mount points below dir, deepest first.
 func mountsUnder(dir string) ([]string, error) {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // mountinfo names mount points by their resolved paths
+	}
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, fmt.Errorf("reading mounts: %w", err)

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/histor-observer/histor/sandbox"
 	"github.com/histor-observer/histor/sandbox/gvisor"
+	"github.com/histor-observer/histor/sandbox/pkgs/pkgstest"
 	"github.com/histor-observer/histor/sandbox/rootfs"
 )
 
@@ -60,4 +62,20 @@ func waitChan(sb *gvisor.Sandbox) <-chan struct{} {
 	c := make(chan struct{})
 	go func() { sb.Wait(); close(c) }()
 	return c
+}
+
+// TestJobInstallBound: a job that allows the install less time than the
+// install takes ends install-failed, naming the job's bound, not as a
+// registry failure that would send the job round again.
+func TestJobInstallBound(t *testing.T) {
+	npm := pkgstest.NewNPMRegistry(t)
+	npm.Add(pkgstest.NPMPackage{Name: "slow-install", Version: "1.0.0",
+		Manifest: map[string]any{"bin": map[string]any{"slow-install": "index.js"}},
+		Files:    map[string]string{"index.js": "process.exit(0)\n"}})
+	o := newTestObserver(t, Config{NPMRegistry: npm.URL})
+	obs := observe(t, o, "npm:slow-install@1.0.0", Options{Limits: &sandbox.Limits{InstallSeconds: 0.001}})
+	if obs.Status != sandbox.StatusInstallFailed || !strings.Contains(obs.Detail, "job's bound") ||
+		obs.Install.Detail != obs.Detail || obs.Limits.InstallSeconds != 0.001 {
+		t.Fatalf("status %s (%s), limits %+v", obs.Status, obs.Detail, obs.Limits)
+	}
 }

@@ -197,6 +197,14 @@ func (r *run) install(ctx context.Context) bool {
 		r.obs.Install = in.Record
 		r.obs.Install.Seconds = roundSeconds(in.Record.Seconds)
 	}
+	if err != nil && ictx.Err() != nil && ctx.Err() == nil {
+		// The job's own bound ended the install, download included: the
+		// package's install took too long, not the registry.
+		detail := fmt.Sprintf("install timed out after the job's bound of %s", seconds(r.limits.InstallSeconds))
+		r.obs.Install.Status, r.obs.Install.Detail = "failed", detail
+		r.stage("install", "failed", began, detail)
+		return r.fail(sandbox.StatusInstallFailed, detail)
+	}
 	if err != nil {
 		r.stage("install", r.obs.Install.Status, began, pkgs.DetailOf(err))
 		return r.fail(pkgs.StatusOf(err), pkgs.DetailOf(err))

@@ -134,12 +134,6 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 // run runs an installer with exactly env, in its own process group so a
 // timeout kills every child it started.
 func (p *Packages) run(ctx context.Context, argv, env []string, dir string) error {
-	// The caller's deadline (a job's tighter limit) may come first; the
-	// record names the bound that applied.
-	timeout := p.cfg.InstallTimeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
-		timeout = max(time.Until(d), 0).Round(time.Second)
-	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.InstallTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -154,7 +148,7 @@ func (p *Packages) run(ctx context.Context, argv, env []string, dir string) erro
 	case err == nil:
 		return nil
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fail(sandbox.StatusInstallFailed, ctx.Err(), "install timed out after %s", timeout)
+		return fail(sandbox.StatusInstallFailed, ctx.Err(), "install timed out after %s", p.cfg.InstallTimeout)
 	case ctx.Err() != nil:
 		return fail(sandbox.StatusInspectionFailed, ctx.Err(), "install cancelled")
 	}
