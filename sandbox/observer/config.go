@@ -47,8 +47,8 @@ type Config struct {
 	SkipRootCheck bool
 	// InstallCache, when set, keeps installed packages keyed by their
 	// registry integrity, so a version installed once is not downloaded
-	// again. Install scripts always run on a copy. One process uses a
-	// cache directory: eviction only knows its own runs' use.
+	// again. Install scripts always run on a copy. Processes may share
+	// it: a run holds a shared flock on its entry, which eviction respects.
 	InstallCache string
 	// InstallCacheBytes bounds the install cache's trees: a store evicts
 	// the least recently used installs beyond it, and an install larger
