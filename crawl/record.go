@@ -22,10 +22,17 @@ var ErrNotPackage = errors.New("not a package target with a version")
 // a change record when the tool set moved. t must be Sandboxed with Package
 // naming the version observed. Safe to call while a crawl runs: the crawl
 // never processes package targets. extra is evidence appended with the
-// labels (the run's behaviour record), durable when Record returns.
-func (c *Crawler) Record(ctx context.Context, t registry.Target, obs *mcpclient.Observation, extra ...hlog.Evidence) (*Summary, error) {
+// labels (the run's behaviour record), durable when Record returns; run,
+// when set, is the package run committed with the state in one batch.
+func (c *Crawler) Record(ctx context.Context, t registry.Target, obs *mcpclient.Observation, run *state.PackageRun, extra ...hlog.Evidence) (*Summary, error) {
 	if !t.Sandboxed() || t.Package == "" {
 		return nil, fmt.Errorf("recording %s: %w", t.ID, ErrNotPackage)
+	}
+	if run != nil && (run.TargetID != t.ID || run.Version == "" || run.Status.Infrastructure()) {
+		// Refused before anything is appended: the labels must not go into
+		// the log when their state cannot be committed.
+		return nil, fmt.Errorf("recording %s: run of %q version %q with status %s is not this package version's record",
+			t.ID, run.TargetID, run.Version, run.Status)
 	}
 	c.recordMu.Lock() // one package at a time: each reads the state the last one wrote
 	defer c.recordMu.Unlock()
@@ -45,6 +52,7 @@ func (c *Crawler) Record(ctx context.Context, t registry.Target, obs *mcpclient.
 	sum := newSummary(c.now())
 	p := job.process(t, obs)
 	p.evidence = append(p.evidence, extra...)
+	p.update.PackageRun = run
 	if err := c.appendAll(ctx, []*prepared{p}, true); err != nil {
 		return nil, fmt.Errorf("appending labels of %s: %w", t.ID, err)
 	}

@@ -94,12 +94,11 @@ func (s *sandboxPart) record(ctx context.Context, t registry.Target, version str
 	if err != nil {
 		return err
 	}
-	if _, err := s.cr.Record(ctx, t, mo, hlog.Evidence{Kind: hlog.EvidenceBehaviour, Body: rec}); err != nil {
-		return err
-	}
 	sum := sha256.Sum256(rec)
 	run.Behaviour, run.BehaviourSHA256 = mtl.SRI(rec), hex.EncodeToString(sum[:])
-	return s.st.PutPackageRun(run)
+	// The run is committed with the labels' state, in one batch.
+	_, err = s.cr.Record(ctx, t, mo, &run, hlog.Evidence{Kind: hlog.EvidenceBehaviour, Body: rec})
+	return err
 }
 
 // packageRun is what the state keeps of obs.

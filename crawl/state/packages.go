@@ -64,18 +64,27 @@ func (s *Store) PutPackageRun(r PackageRun) error {
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	if latest {
-		if err := setJSON(b, prefixPackageRun+r.TargetID, r); err != nil {
-			return err
-		}
-	}
-	if err := setJSON(b, prefixPackageVersion+r.TargetID+"/"+r.Version, r); err != nil {
+	if err := addPackageRun(b, r, latest); err != nil {
 		return err
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("writing package run of %s: %w", r.TargetID, err)
 	}
 	return nil
+}
+
+// addPackageRun writes r as its version's run and, when latest, as the
+// target's latest.
+func addPackageRun(b *pebble.Batch, r PackageRun, latest bool) error {
+	if r.TargetID == "" || r.Version == "" {
+		return fmt.Errorf("recording package run: target %q version %q", r.TargetID, r.Version)
+	}
+	if latest {
+		if err := setJSON(b, prefixPackageRun+r.TargetID, r); err != nil {
+			return err
+		}
+	}
+	return setJSON(b, prefixPackageVersion+r.TargetID+"/"+r.Version, r)
 }
 
 // PackageRun returns target id's latest run, ErrNotFound before its first.

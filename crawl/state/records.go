@@ -23,6 +23,11 @@ type Update struct {
 	Change      *Change // its Seq is assigned by CommitAll
 	Span        *Span   // the target's open timeline span, as it now stands
 	Labels      []LabelRef
+	// PackageRun, when set, is the run of a package version whose labels
+	// this update commits: written in the same batch, so the state never
+	// holds the labels' observation without the run (or the other way).
+	// Never an infrastructure status's run (PutPackageRun keeps those).
+	PackageRun *PackageRun
 }
 
 // Commit writes u in one synced batch.
@@ -103,6 +108,14 @@ func addUpdate(b *pebble.Batch, u Update, seq int64) error {
 	}
 	if err := addHistory(b, u); err != nil {
 		return err
+	}
+	if u.PackageRun != nil {
+		if u.PackageRun.Status.Infrastructure() {
+			return fmt.Errorf("committing package run of %s: status %s is not a package's", u.PackageRun.TargetID, u.PackageRun.Status)
+		}
+		if err := addPackageRun(b, *u.PackageRun, true); err != nil {
+			return err
+		}
 	}
 	if u.Change != nil {
 		return putChange(b, u.Change, seq)
