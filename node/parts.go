@@ -184,6 +184,24 @@ func (n *Node) crawlAndReload() func(context.Context) (*crawl.Summary, error) {
 	}
 }
 
+// ownPublisher puts this node's observations of the targets ids into the
+// peer view and onto gossip, and wakes the security events: what a crawl
+// does for every target, done for the targets a sandbox result recorded
+// between crawls, so peers and subscribers need not wait for the next one.
+// Like crawlAndReload it reads the parts when it is made.
+func (n *Node) ownPublisher() func(ctx context.Context, ids []string) {
+	st, lg, f, ev, logger := n.state, n.log, n.fed, n.events, n.cfg.Logger
+	origin, key := n.cfg.LogOrigin, n.id.logKey
+	return func(ctx context.Context, ids []string) {
+		own, err := peers.OwnOf(st, lg, ids, origin, key)
+		if err != nil {
+			logger.Error("making our observations for the peer view", "err", err)
+		}
+		f.addOwn(ctx, own)
+		ev.kick()
+	}
+}
+
 // closeCrawls cancels the schedule and any crawl in progress and waits for
 // them, so no crawl outlives the crawler, the state or the log.
 func (n *Node) closeCrawls() error {

@@ -37,6 +37,9 @@ type sandboxPart struct {
 	pk      *pkgs.Packages    // resolves the latest version of an unversioned listing
 	now     func() time.Time
 	reg     prometheus.Registerer
+	// recorded is called with the targets a result gave labels: the node
+	// publishes them to its peers and wakes its events, as after a crawl.
+	recorded func(ctx context.Context, ids []string)
 
 	worker       *queue.Worker // the local worker; nil without LocalWorkers
 	closeObserve func() error  // releases the local observer; nil for none
@@ -60,7 +63,8 @@ func (n *Node) openSandbox(ctx context.Context) error {
 		return err
 	}
 	s := &sandboxPart{cfg: c, log: n.cfg.Logger.With("component", "sandbox"), st: n.state, cr: n.cr,
-		catalog: n.catalog, curated: n.cfg.Crawl.Curated, pk: pk, now: n.now, reg: n.cfg.registerer(), kick: make(chan struct{}, 1)}
+		catalog: n.catalog, curated: n.cfg.Crawl.Curated, pk: pk, now: n.now, reg: n.cfg.registerer(), kick: make(chan struct{}, 1),
+		recorded: n.ownPublisher()}
 	local, err := s.localKey()
 	if err != nil {
 		return err

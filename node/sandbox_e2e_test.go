@@ -249,6 +249,7 @@ func TestSandboxQueueWithWorkerProcesses(t *testing.T) {
 		t.Error("no worker was seen running the sandbox, so none was killed")
 	}
 	checkTinyRun(t, n, tiny)
+	checkOwnView(t, n, tiny)
 	checkPoisoned(t, n, broken)
 	checkDigestAsCrawled(t, n, tiny, httpSrv)
 	checkCensus(t, n)
@@ -277,6 +278,24 @@ func checkTinyRun(t *testing.T, n *Node, id string) {
 	}
 	if b, err := n.log.Evidence("behaviour", run.Behaviour); err != nil || !bytes.Contains(b, []byte(`"npm:tiny-weather@1.0.0"`)) {
 		t.Errorf("behaviour record %s: %v", run.Behaviour, err)
+	}
+}
+
+// checkOwnView: the result's labels reach the node's own view of the
+// federation (and so its gossip) at once, with no crawl after them.
+func checkOwnView(t *testing.T, n *Node, id string) {
+	t.Helper()
+	s := n.fed.peers.Load()
+	obs, err := s.Observers(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _ := n.state.PackageRun(id)
+	if len(obs) != 1 || !obs[0].Self || obs[0].Digest == "" || obs[0].Package != run.Package {
+		for _, o := range obs {
+			t.Logf("observer %s self %v package %q endpoint %q digest %q status %q", o.DID, o.Self, o.Package, o.Endpoint, o.Digest, o.Status)
+		}
+		t.Errorf("own view of %s: %d observers; want this node's observation of %s", id, len(obs), run.Package)
 	}
 }
 

@@ -43,13 +43,21 @@ func (s *sandboxPart) handle(ctx context.Context, r queue.Result) error {
 	if err != nil {
 		return err
 	}
+	var labelled []string
 	for _, t := range ts {
-		if err := s.record(ctx, t, version, obs); err != nil {
+		wrote, err := s.record(ctx, t, version, obs)
+		if err != nil {
 			return fmt.Errorf("recording %s for %s: %w", r.Target, t.ID, err)
+		}
+		if wrote {
+			labelled = append(labelled, t.ID)
 		}
 	}
 	if err := s.catalog.Reload(); err != nil {
 		s.log.Error("reloading the catalog after a sandbox run", "err", err)
+	}
+	if len(labelled) > 0 && s.recorded != nil {
+		s.recorded(ctx, labelled)
 	}
 	return nil
 }
@@ -73,32 +81,34 @@ func (s *sandboxPart) targetsOf(key string) ([]registry.Target, error) {
 // infrastructure status; labels through the crawler's Record (with the
 // behaviour record as evidence) and then a PackageRun for any other. A
 // version already recorded with a package status is left as it is: the
-// same result may come twice.
-func (s *sandboxPart) record(ctx context.Context, t registry.Target, version string, obs *sandbox.Observation) error {
+// same result may come twice. labelled reports that labels were written.
+func (s *sandboxPart) record(ctx context.Context, t registry.Target, version string, obs *sandbox.Observation) (labelled bool, err error) {
 	if done, err := s.observed(t.ID, version); err != nil || done {
-		return err
+		return false, err
 	}
 	run := packageRun(t.ID, version, obs)
 	if obs.Status.Infrastructure() {
-		return s.st.PutPackageRun(run)
+		return false, s.st.PutPackageRun(run)
 	}
 	if err := s.compareFacts(t.ID, version, &run); err != nil {
-		return err
+		return false, err
 	}
 	rec, err := behaviourRecord(obs, run.Facts)
 	if err != nil {
-		return err
+		return false, err
 	}
 	t.Package = obs.Package
 	mo, err := crawlObservation(obs)
 	if err != nil {
-		return err
+		return false, err
 	}
 	sum := sha256.Sum256(rec)
 	run.Behaviour, run.BehaviourSHA256 = mtl.SRI(rec), hex.EncodeToString(sum[:])
 	// The run is committed with the labels' state, in one batch.
-	_, err = s.cr.Record(ctx, t, mo, &run, hlog.Evidence{Kind: hlog.EvidenceBehaviour, Body: rec})
-	return err
+	if _, err := s.cr.Record(ctx, t, mo, &run, hlog.Evidence{Kind: hlog.EvidenceBehaviour, Body: rec}); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // packageRun is what the state keeps of obs.

@@ -31,6 +31,7 @@ type OwnState interface {
 	Targets() ([]state.Target, error)
 	Observation(id string) (*state.Observation, error)
 	Labels(id string) ([]state.LabelRef, error)
+	PackageRun(id string) (*state.PackageRun, error)
 }
 
 // Own builds this observer's observation digest of every target its crawl state holds, each
@@ -40,6 +41,21 @@ type OwnState interface {
 // observation label; one whose latest attempt read none, with its status and its latest
 // label; a target with no label yet, or that was delisted, is left out.
 func Own(st OwnState, lg OwnLog, origin string, key ed25519.PrivateKey) ([]Proven, error) {
+	return ownOf(st, lg, nil, origin, key)
+}
+
+// OwnOf is Own for the targets ids alone: what the node publishes when a
+// sandbox run recorded labels for them between crawls.
+func OwnOf(st OwnState, lg OwnLog, ids []string, origin string, key ed25519.PrivateKey) ([]Proven, error) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	return ownOf(st, lg, want, origin, key)
+}
+
+// ownOf is Own for the targets in want, or for every target when want is nil.
+func ownOf(st OwnState, lg OwnLog, want map[string]bool, origin string, key ed25519.PrivateKey) ([]Proven, error) {
 	head := lg.Latest()
 	if head.Size == 0 {
 		return nil, nil
@@ -51,6 +67,9 @@ func Own(st OwnState, lg OwnLog, origin string, key ed25519.PrivateKey) ([]Prove
 	did := awr.DIDKey(key.Public().(ed25519.PublicKey))
 	var out []Proven
 	for _, t := range targets {
+		if want != nil && !want[t.ID] {
+			continue
+		}
 		p, err := own(st, lg, head, t, did, origin, key)
 		if err != nil {
 			return out, fmt.Errorf("our observation of %s: %w", t.ID, err)
@@ -86,6 +105,18 @@ func own(st OwnState, lg OwnLog, head hlog.Head, t state.Target, did, origin str
 		return nil, err
 	}
 	o.Observer, o.Server, o.Endpoint, o.TreeSize = did, t.ID, t.Endpoint, head.Size
+	if t.Sandboxed() {
+		// The version the labels are of: the latest run that said something
+		// of the package, committed with them (the target's listed version
+		// may already be a newer one).
+		run, err := st.PackageRun(t.ID)
+		switch {
+		case err == nil && run.Package != "" && !run.Status.Infrastructure():
+			o.Endpoint, o.Package = "", run.Package
+		case err != nil && !errors.Is(err, state.ErrNotFound):
+			return nil, fmt.Errorf("reading the package run: %w", err)
+		}
+	}
 	return sign(o, entry, head, lg, origin, key)
 }
 
