@@ -49,9 +49,6 @@ type PackageRun struct {
 // something about the package: that one stays the latest, the baseline the
 // next version's facts are compared with.
 func (s *Store) PutPackageRun(r PackageRun) error {
-	if r.TargetID == "" || r.Version == "" {
-		return fmt.Errorf("recording package run: target %q version %q", r.TargetID, r.Version)
-	}
 	latest := true
 	if r.Status.Infrastructure() {
 		prev, err := s.PackageRun(r.TargetID)

@@ -50,16 +50,13 @@ func New(ctx context.Context, cfg Config) (*Observer, error) {
 	}
 	o.inst = inst
 	if err := os.MkdirAll(o.path("runs"), 0o700); err != nil {
-		inst.release()
+		o.Close()
 		return nil, fmt.Errorf("creating work dir: %w", err)
 	}
 	steps := []func(context.Context) error{o.newMetrics, o.newRuntime, o.newPool, o.newPackages, o.newRoots, o.newCache}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
-			if o.runtime != nil {
-				o.runtime.Sweep(ctx)
-			}
-			inst.release()
+			o.Close()
 			return nil, err
 		}
 	}
@@ -140,6 +137,9 @@ func (o *Observer) Limits() sandbox.Limits { return o.cfg.Limits }
 // Close sweeps what the runtime may have left. Observations still running
 // are the caller's to end first (cancel their contexts).
 func (o *Observer) Close() error {
+	if o.runtime == nil { // New failed before the runtime started
+		return o.inst.release()
+	}
 	if err := o.runtime.Sweep(context.Background()); err != nil {
 		return fmt.Errorf("sweeping runtime: %w", err)
 	}
