@@ -1,0 +1,60 @@
+package mirror
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	syncs      *prometheus.CounterVec
+	refused    *prometheus.CounterVec
+	entries    prometheus.Counter
+	bytes      prometheus.Counter
+	forks      prometheus.Counter
+	unreadable prometheus.Counter
+	pending    prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "histor_mirror_syncs_total",
+			Help: "Mirror syncs that did not refuse their source, by outcome (ok, unavailable, forked)."}, []string{"result"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "histor_mirror_refused_total",
+			Help: "Mirror sources refused, by reason (signature, malformed, oversized, truncated, mismatch, bound, stale)."}, []string{"reason"}),
+		entries: prometheus.NewCounter(prometheus.CounterOpts{Name: "histor_mirror_entries_total",
+			Help: "Log entries mirrored, checked against their observer's signed checkpoint."}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "histor_mirror_bundle_bytes_total",
+			Help: "Bytes of entry bundles read from mirror sources."}),
+		forks: prometheus.NewCounter(prometheus.CounterOpts{Name: "histor_mirror_forks_total",
+			Help: "Observers whose checkpoints the mirror found to fork, with evidence kept."}),
+		unreadable: prometheus.NewCounter(prometheus.CounterOpts{Name: "histor_mirror_unreadable_labels_total",
+			Help: "Mirrored observation labels that could not be read as observations (kept as entries, not indexed)."}),
+		pending: prometheus.NewCounter(prometheus.CounterOpts{Name: "histor_mirror_pending_total",
+			Help: "Mirrored observation labels that had to wait for their subject descriptor."}),
+	}
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.syncs, m.refused, m.entries, m.bytes, m.forks, m.unreadable, m.pending}
+}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	var errs []error
+	for _, c := range m.collectors() {
+		if err := r.Register(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		m.unregister(r)
+		return err
+	}
+	return nil
+}
+
+func (m *metrics) unregister(r prometheus.Registerer) {
+	for _, c := range m.collectors() {
+		r.Unregister(c)
+	}
+}
