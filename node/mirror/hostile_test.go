@@ -141,7 +141,7 @@ func metric(t *testing.T, reg *prometheus.Registry, name string) prometheus.Coll
 
 type collectorFunc func(chan<- prometheus.Metric)
 
-func (f collectorFunc) Describe(chan<- *prometheus.Desc) {}
+func (f collectorFunc) Describe(chan<- *prometheus.Desc)    {}
 func (f collectorFunc) Collect(ch chan<- prometheus.Metric) { f(ch) }
 
 // Two logs under one key and origin that part ways: the mirror of one, shown the other's
