@@ -32,6 +32,10 @@ type Config struct {
 	Log Log
 	// AddCheckpoint, when set, answers the add-checkpoint protocol (the node's witness).
 	AddCheckpoint AddCheckpointFunc
+	// Fetch, when set, answers the fetch protocol: a path of this node's HTTP API that a
+	// mirror reads ("log/checkpoint", "log/tile/…", "mirror/<did>/…", "evidence/<sri>"),
+	// answered with an HTTP status and body of at most MaxFetchBytes.
+	Fetch FetchFunc
 	// VerifyEvidence checks an equivocation bundle offered on the evidence topic; it must be
 	// a pure function of its input. Nil ignores every bundle.
 	VerifyEvidence func([]byte) error
@@ -92,6 +96,8 @@ type Log interface {
 // AddCheckpointFunc answers a C2SP tlog-witness add-checkpoint request from the allow-listed
 // observer did: status is the HTTP status the witness would answer (200, 403, 409, …) and
 // body its response body.
+type FetchFunc func(ctx context.Context, did, path string) (status int, body []byte)
+
 type AddCheckpointFunc func(ctx context.Context, did string, request []byte) (status int, body []byte)
 
 // ErrNotFound marks an item the log does not hold.

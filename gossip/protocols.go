@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,7 +29,13 @@ const (
 	ProtoInclusion     protocol.ID = "/histor/inclusion/1.0.0"
 	ProtoLabel         protocol.ID = "/histor/label/1.0.0"
 	ProtoAddCheckpoint protocol.ID = "/histor/add-checkpoint/1.0.0"
+	// ProtoFetch reads a path of a peer's HTTP API (its log's tiles, its mirrors of other
+	// logs, its evidence), so a log is read over the federation's own connections.
+	ProtoFetch protocol.ID = "/histor/fetch/1.0.0"
 )
+
+// MaxFetchBytes bounds a fetch answer: an entry bundle of 256 labels of 32 KiB, and more.
+const MaxFetchBytes = 16 << 20
 
 const (
 	maxRequestBytes  = 1 << 10
@@ -57,6 +64,9 @@ func (n *Node) setHandlers() {
 	h.SetStreamHandler(ProtoConsistency, n.serve(ProtoConsistency, maxRequestBytes, n.serveConsistency))
 	h.SetStreamHandler(ProtoInclusion, n.serve(ProtoInclusion, maxRequestBytes, n.serveInclusion))
 	h.SetStreamHandler(ProtoLabel, n.serve(ProtoLabel, maxRequestBytes, n.serveLabel))
+	if n.cfg.Fetch != nil {
+		h.SetStreamHandler(ProtoFetch, n.serve(ProtoFetch, maxRequestBytes, n.serveFetch))
+	}
 	if n.cfg.AddCheckpoint != nil {
 		h.SetStreamHandler(ProtoAddCheckpoint, n.serve(ProtoAddCheckpoint, maxAddCheckpoint, handlerFunc(n.cfg.AddCheckpoint)))
 	}
@@ -134,6 +144,18 @@ func (n *Node) serveLabel(_ context.Context, _ string, req []byte) (int, []byte)
 		return 500, []byte("reading the log failed")
 	}
 	return 200, append([]byte(strconv.FormatUint(i, 10)+"\n"), label...)
+}
+
+func (n *Node) serveFetch(ctx context.Context, did string, req []byte) (int, []byte) {
+	path, ok := strings.CutSuffix(string(req), "\n")
+	if !ok || path == "" || strings.ContainsAny(path, " \n") {
+		return 400, []byte("want <path>")
+	}
+	status, body := n.cfg.Fetch(ctx, did, path)
+	if len(body) > MaxFetchBytes {
+		return 500, []byte("answer over the fetch bound")
+	}
+	return status, body
 }
 
 func proofAnswer(p [][32]byte, err error) (int, []byte) {
@@ -308,4 +330,26 @@ func (n *Node) AddCheckpoint(ctx context.Context, did string, req []byte) (int, 
 		return 0, nil, err
 	}
 	return n.exchange(ctx, p, ProtoAddCheckpoint, req, maxAddCheckpoint)
+}
+
+// Fetch reads path (see Config.Fetch) from the peer that is observer did, at most max bytes
+// (up to MaxFetchBytes); an answer other than 200 is a *StatusError.
+func (n *Node) Fetch(ctx context.Context, did, path string, max int) ([]byte, error) {
+	p, err := n.peerOf(did)
+	if err != nil {
+		return nil, err
+	}
+	return n.request(ctx, p, ProtoFetch, []byte(path+"\n"), min(max, MaxFetchBytes))
+}
+
+// Connected lists the observers this host holds a connection to, sorted.
+func (n *Node) Connected() []string {
+	var out []string
+	for _, id := range n.host.Network().Peers() {
+		if did := n.members.peerDID(id); did != "" {
+			out = append(out, did)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -202,6 +202,18 @@ type Config struct {
 	WitnessPolicy string
 	// GossipHeartbeat is GossipSub's heartbeat. Default 1s; tests shorten it.
 	GossipHeartbeat time.Duration
+	// MirrorPoll is how often the node asks every observer it counts (and the peers that
+	// mirror it) for a newer checkpoint, beside the heads gossip announces: a node that
+	// missed every announcement converges within one poll. Default 5s.
+	MirrorPoll time.Duration
+	// MirrorMaxLeaves bounds the log of one observer the node mirrors (default
+	// mirror.DefaultMaxLeaves); MirrorMaxBundleBytes one entry bundle a source serves
+	// (default mirror.DefaultMaxBundleBytes).
+	MirrorMaxLeaves      uint64
+	MirrorMaxBundleBytes int
+	// MirrorURLs also reads each descriptor peer's log from the https URL its descriptor
+	// names, after the peer itself and the peers that mirror it over libp2p.
+	MirrorURLs bool
 
 	// Notifications (docs/operations.md, "Security events and webhooks").
 
@@ -310,6 +322,7 @@ func (c *Config) applyDefaults() {
 	if c.HTTPAddr == "" {
 		c.HTTPAddr = DefaultHTTPAddr
 	}
+	def(&c.MirrorPoll, DefaultMirrorPoll)
 	if c.LogOrigin == "" {
 		c.LogOrigin = DefaultLogOrigin
 	}

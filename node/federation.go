@@ -23,6 +23,7 @@ import (
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/keys"
+	"github.com/histor-observer/histor/node/mirror"
 	"github.com/histor-observer/histor/node/peers"
 	"github.com/histor-observer/histor/witness"
 	"github.com/histor-observer/histor/witness/submit"
@@ -67,13 +68,6 @@ type federation struct {
 	// guarded by cmu (the peer store's CheckHead reads it).
 	cmu     sync.Mutex
 	checked map[string]*gossip.Head
-	// pendingObs holds the newest unproven observation of each peer and
-	// server (observer + "\n" + server), for the peer loop; guarded by mu,
-	// bounded by maxPendingObservations.
-	pendingObs map[string]*gossip.Observation
-	// pendingBy counts pendingObs per observer, so one peer cannot take
-	// the whole queue (maxPendingPerObserver); guarded by mu.
-	pendingBy map[string]int
 	// peerOrigins is the origin each peer's first checked head named: a
 	// peer witnessed under one origin only, so it can neither add logs
 	// without bound nor move to another's; peer loop only.
@@ -83,6 +77,14 @@ type federation struct {
 	forked map[string]bool
 	// peers is the peer view store, set by its part.
 	peers atomic.Pointer[peers.Store]
+	// mirror is the mirrors of the counted observers' logs, set by its part;
+	// mirrorState wakes its loop, mirrorForks (guarded by mirrorState.mu)
+	// holds the observers whose fork it reported, mirrorURLs (fixed while
+	// open) the https URLs it may also read a log from.
+	mirror      atomic.Pointer[mirror.Store]
+	mirrorState mirrored
+	mirrorForks map[string]bool
+	mirrorURLs  map[string]string
 	// self is this node's did:key; set by the peers part before anything
 	// reads it.
 	self string
@@ -126,11 +128,11 @@ const (
 
 func newFederation(seed *keys.Seed, logger *slog.Logger) *federation {
 	return &federation{logger: logger, witnessKey: seed.WitnessKey(), p2pKey: seed.P2PKey(), metrics: newFedMetrics(),
-		pendingObs: map[string]*gossip.Observation{},
 		ownHead:    make(chan struct{}, 1), cosigned: make(chan struct{}, 1), peerHeads: map[string]*gossip.Head{}, peerWake: make(chan struct{}, 1),
 		checked: map[string]*gossip.Head{}, evidence: make(chan evidenceJob, evidenceQueue),
-		pendingBy: map[string]int{}, peerOrigins: map[string]string{}, forked: map[string]bool{},
-		verifiers: map[string]note.Verifier{}}
+		peerOrigins: map[string]string{}, forked: map[string]bool{},
+		verifiers: map[string]note.Verifier{}, mirrorForks: map[string]bool{},
+		mirrorState: mirrored{want: map[string]bool{}, wake: make(chan struct{}, 1)}}
 }
 
 // onLogHead is the log's OnHead hook: it only wakes the head loop.
@@ -274,7 +276,7 @@ func (n *Node) openGossip(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f := n.fed
+	f, lg := n.fed, n.log
 	var peers []gossip.Peer
 	for _, p := range fed.peers {
 		peers = append(peers, p.gp)
@@ -282,6 +284,7 @@ func (n *Node) openGossip(ctx context.Context) error {
 	g, err := gossip.New(gossip.Config{
 		Identity: f.p2pKey, Descriptor: desc, Listen: n.cfg.P2PListen, Peers: peers, AllowList: fed.allow,
 		Log: gossipLog{log: n.log, f: f}, AddCheckpoint: f.addCheckpoint, VerifyEvidence: f.verifyEvidence,
+		Fetch: func(_ context.Context, _, path string) (int, []byte) { return f.fetch(lg, path) },
 		OnHead: f.onPeerHead, OnObservation: f.onObservation, OnEvidence: func(b []byte) { f.queueEvidence(evidenceJob{b, fromGossip}) },
 		OnConflict: f.onConflict, Logger: n.cfg.Logger, Registerer: n.cfg.registerer(),
 		Heartbeat: n.cfg.GossipHeartbeat, Now: n.cfg.Now,
@@ -316,6 +319,7 @@ func (n *Node) openFederation(context.Context) error {
 	f.goLoop(func() { f.headLoop(ctx) })
 	f.goLoop(func() { f.peerLoop(ctx) })
 	f.goLoop(func() { f.evidenceLoop(ctx) })
+	f.goLoop(func() { f.mirrorLoop(ctx, n.cfg.MirrorPoll) })
 	signal(f.ownHead) // the head the log opened with
 	return nil
 }
@@ -579,7 +583,7 @@ func newFedMetrics() *fedMetrics {
 		evidence: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "histor_federation_evidence_total",
 			Help: "Equivocation bundles handled by the federation loops, by what became of them (kept, dropped)."}, []string{"result"}),
 		observations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "histor_federation_peer_observations_total",
-			Help: "Peers' observation digests handled by the peer loop, by what became of them (kept, stale, unproven, refused, dropped)."}, []string{"result"}),
+			Help: "Peers' observation digests handled by the peer loop, by what became of them (kept, refused: read out of the mirrors; hint: a digest that woke the mirror)."}, []string{"result"}),
 	}
 }
 

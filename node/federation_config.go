@@ -53,6 +53,9 @@ func (c *Config) checkFederation() error {
 	if c.GossipHeartbeat < 0 {
 		return errors.New("config: GossipHeartbeat must not be negative")
 	}
+	if c.MirrorPoll < 0 || c.MirrorMaxBundleBytes < 0 {
+		return errors.New("config: MirrorPoll and MirrorMaxBundleBytes must not be negative")
+	}
 	for name, n := range map[string][2]int{"Peers": {len(c.Peers), MaxPeers}, "AllowList": {len(c.AllowList), MaxAllowList},
 		"WitnessLogs": {len(c.WitnessLogs), MaxWitnessLogs}, "Witnesses": {len(c.Witnesses), MaxWitnesses}} {
 		if n[0] > n[1] {

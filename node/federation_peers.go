@@ -31,6 +31,9 @@ func (f *federation) onPeerHead(h *gossip.Head) {
 	}
 	f.mu.Unlock()
 	signal(f.peerWake)
+	if f.mirrorBehind(h.STH.Log, h.STH.TreeSize) {
+		f.wantMirror(h.STH.Log)
+	}
 }
 
 // peerLoop checks the peers' new heads one at a time, then proves the
@@ -51,12 +54,6 @@ func (f *federation) peerLoop(ctx context.Context) {
 				return
 			}
 			f.checkPeerHead(ctx, h)
-		}
-		for _, o := range f.takeObservations() {
-			if ctx.Err() != nil {
-				return
-			}
-			f.proveObservation(ctx, o)
 		}
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/histor-observer/histor/gossip"
-	"github.com/histor-observer/histor/gossip/wire"
 	"github.com/histor-observer/histor/log/format"
+	"github.com/histor-observer/histor/node/mirror"
 	"github.com/histor-observer/histor/node/peers"
 )
 
@@ -17,15 +17,6 @@ import (
 // peer's enter it when gossip delivers its observation digest and the peer
 // loop has fetched the label and an inclusion proof under the newest head
 // of that peer this node verified.
-
-// maxPendingObservations bounds the peers' observations waiting for the
-// peer loop; a full queue drops (the observer publishes again after its
-// next crawl).
-const maxPendingObservations = 4096
-
-// maxPendingPerObserver bounds one observer's share of that queue, so a peer
-// publishing many servers cannot crowd out the others' observations.
-const maxPendingPerObserver = 1024
 
 // PeersDir is where the node keeps its view of the federation's
 // observations: DataDir/peers.
@@ -41,13 +32,13 @@ func (n *Node) openPeers(context.Context) error {
 	n.fed.self = n.id.did
 	s, err := peers.Open(peers.Config{
 		Dir: n.PeersDir(), Self: n.id.did, AllowList: allow, CheckHead: n.fed.checkHead,
-		Now: n.cfg.Now, Logger: n.cfg.Logger,
+		Prove: n.fed.proveMirrored, Now: n.cfg.Now, Logger: n.cfg.Logger,
 	})
 	if err != nil {
 		return err
 	}
 	n.fed.peers.Store(s)
-	return nil
+	return n.fed.loadMirrored()
 }
 
 func (n *Node) closePeers() error {
@@ -56,6 +47,15 @@ func (n *Node) closePeers() error {
 		return nil
 	}
 	return s.Close()
+}
+
+// proveMirrored is the peer store's Prove: the mirror's proof of a leaf.
+func (f *federation) proveMirrored(did string, leaf uint64) (mirror.Proof, error) {
+	m := f.mirror.Load()
+	if m == nil {
+		return mirror.Proof{}, errors.New("the mirror is closed")
+	}
+	return m.Prove(did, leaf)
 }
 
 // checkHead is the peer store's CheckHead: this node's own head is its
@@ -111,93 +111,13 @@ func (f *federation) addOwn(ctx context.Context, own []peers.Proven) {
 	}
 }
 
-// onObservation is gossip's OnObservation: it keeps the observation for
-// the peer loop, the newest per observer and server, never blocking.
+// onObservation is gossip's OnObservation, a latency hint only: an observation
+// beyond what the mirror of its observer holds wakes the mirror loop for that
+// observer. Nothing correct depends on receiving it.
 func (f *federation) onObservation(o *gossip.Observation) {
-	key := o.Observer + "\n" + o.Server
-	f.mu.Lock()
-	_, have := f.pendingObs[key]
-	if !have && (len(f.pendingObs) >= maxPendingObservations || f.pendingBy[o.Observer] >= maxPendingPerObserver) {
-		f.mu.Unlock()
-		f.metrics.observations.WithLabelValues("dropped").Inc()
-		return
-	}
-	if !have {
-		f.pendingBy[o.Observer]++
-	}
-	if cur := f.pendingObs[key]; cur == nil || !o.ObservedAt.Before(cur.ObservedAt) {
-		f.pendingObs[key] = o
-	}
-	f.mu.Unlock()
-	signal(f.peerWake)
-}
-
-// takeObservations empties the queue of peers' observations.
-func (f *federation) takeObservations() map[string]*gossip.Observation {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	pending := f.pendingObs
-	f.pendingObs = map[string]*gossip.Observation{}
-	clear(f.pendingBy)
-	return pending
-}
-
-// proveObservation fetches what proves a peer's observation and adds it to
-// the view. When the newest head verified for the peer does not hold the
-// label yet, the peer's latest head is fetched and checked first.
-func (f *federation) proveObservation(ctx context.Context, o *gossip.Observation) {
-	s, g := f.peers.Load(), f.gos.Load()
-	if s == nil || g == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, peerHeadTimeout)
-	defer cancel()
-	h := f.verifiedHead(o.Observer)
-	if h == nil || h.STH.TreeSize <= o.LeafIndex {
-		if latest, err := g.LatestHead(ctx, o.Observer); err == nil {
-			f.checkPeerHead(ctx, latest)
-		}
-		if h = f.verifiedHead(o.Observer); h == nil || h.STH.TreeSize <= o.LeafIndex {
-			f.logger.Debug("no checked head holds a peer's observation yet", "observer", o.Observer, "leaf", o.LeafIndex)
-			f.metrics.observations.WithLabelValues("unproven").Inc()
-			return
-		}
-	}
-	p, err := fetchProven(ctx, g, o, h)
-	if err == nil {
-		err = s.Add(p)
-	}
-	f.noteObservation(o, err)
-}
-
-func fetchProven(ctx context.Context, g *gossip.Node, o *gossip.Observation, h *gossip.Head) (peers.Proven, error) {
-	_, label, err := g.Label(ctx, o.Observer, o.LabelID)
-	if err != nil {
-		return peers.Proven{}, fmt.Errorf("fetching label %s: %w", o.LabelID, err)
-	}
-	proof, err := g.InclusionProof(ctx, o.Observer, o.LeafIndex, h.STH.TreeSize)
-	if err != nil {
-		return peers.Proven{}, fmt.Errorf("fetching inclusion proof of leaf %d: %w", o.LeafIndex, err)
-	}
-	_, sth, _, err := wire.SplitHead(h.Raw)
-	if err != nil {
-		return peers.Proven{}, err
-	}
-	return peers.Proven{Observation: o.Raw, Label: label, Proof: proof, Head: sth}, nil
-}
-
-// noteObservation logs and counts what became of a peer's observation.
-// Stale and unknown are the ordinary outcomes of repeated gossip.
-func (f *federation) noteObservation(o *gossip.Observation, err error) {
-	switch {
-	case err == nil:
-		f.metrics.observations.WithLabelValues("kept").Inc()
-	case errors.Is(err, peers.ErrStale), errors.Is(err, peers.ErrUnknownObserver):
-		f.metrics.observations.WithLabelValues("stale").Inc()
-		f.logger.Debug("peer observation not kept", "observer", o.Observer, "server", o.Server, "err", err)
-	default:
-		f.metrics.observations.WithLabelValues("refused").Inc()
-		f.logger.Warn("peer observation not kept", "observer", o.Observer, "server", o.Server, "err", err)
+	if f.mirrorBehind(o.Observer, o.LeafIndex+1) {
+		f.metrics.observations.WithLabelValues("hint").Inc()
+		f.wantMirror(o.Observer)
 	}
 }
 

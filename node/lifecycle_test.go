@@ -24,7 +24,7 @@ func TestPartsOrder(t *testing.T) {
 	for _, p := range n.parts() {
 		names = append(names, p.name)
 	}
-	if want := []string{"metrics", "log", "receipts", "witness", "witness submitter", "gossip", "peers", "federation", "crawl state", "crawler", "catalog", "events", "webhooks", "crawls", "sandbox", "api"}; !slices.Equal(names, want) {
+	if want := []string{"metrics", "log", "receipts", "witness", "witness submitter", "gossip", "mirror", "peers", "federation", "crawl state", "crawler", "catalog", "events", "webhooks", "crawls", "sandbox", "api"}; !slices.Equal(names, want) {
 		t.Fatalf("parts %v, want %v", names, want)
 	}
 

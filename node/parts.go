@@ -32,6 +32,7 @@ func (n *Node) parts() []part {
 		{"witness", n.openWitness, n.closeWitness},
 		{"witness submitter", n.openSubmitter, n.closeSubmitter},
 		{"gossip", n.openGossip, n.closeGossip},
+		{"mirror", n.openMirror, n.closeMirror},
 		{"peers", n.openPeers, n.closePeers},
 		{"federation", n.openFederation, n.closeFederation},
 		{"crawl state", n.openState, n.closeState},

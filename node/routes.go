@@ -69,6 +69,11 @@ var routeTable = []Route{
 	{Pattern: "/log/checkpoint", Methods: getOnly, serve: (*api).serveCosignedCheckpoint},
 	{Pattern: "/log/tile/{L}/{N...}", Methods: getOnly, serve: serveTileRoute},
 	{Pattern: "/log/tile/entries/{N...}", Methods: getOnly, serve: serveTileRoute},
+	// This node's mirrors of other observers' logs, served again as tlog-tiles.
+	{Pattern: "/api/v1/mirrors", Methods: getOnly, serve: (*api).serveMirrors},
+	{Pattern: "/mirror/{did}/checkpoint", Methods: getOnly, serve: (*api).serveMirrorPath},
+	{Pattern: "/mirror/{did}/tile/{L}/{N...}", Methods: getOnly, serve: (*api).serveMirrorPath},
+	{Pattern: "/mirror/{did}/tile/entries/{N...}", Methods: getOnly, serve: (*api).serveMirrorPath},
 
 	// The witness (c2sp.org/tlog-witness, at the root) and the evidence it holds.
 	{Pattern: "/add-checkpoint", Methods: []string{http.MethodPost}, serve: (*api).serveWitness},

@@ -1,6 +1,7 @@
 package peers
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,14 +29,19 @@ type Observer struct {
 	LabelID    string `json:"labelId"`
 	LeafIndex  uint64 `json:"leafIndex"`
 	HeadSize   uint64 `json:"headSize"`
-	// Observation is the signed observation digest (a signed note).
-	Observation string `json:"observation"`
+	// Observation is the signed observation digest (a signed note), for this node's own
+	// observations; a mirrored one has none (its label in the log is the claim).
+	Observation string `json:"observation,omitempty"`
 	// Label is the label as the log holds it; its RFC 8785 bytes are the leaf.
 	Label json.RawMessage `json:"label"`
 	// InclusionProof is the RFC 9162 proof of LeafIndex under Head, hex.
 	InclusionProof []string `json:"inclusionProof"`
-	// Head is the observer's signed histor.sth/v1 head of size HeadSize.
-	Head json.RawMessage `json:"head"`
+	// Head is the observer's signed histor.sth/v1 head of size HeadSize, for this node's
+	// own observations.
+	Head json.RawMessage `json:"head,omitempty"`
+	// Checkpoint is the observer's signed C2SP checkpoint of size HeadSize, as this node's
+	// mirror of its log holds it, for a mirrored observation.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // Agreement decides the agreement over the kept observations of server.
@@ -74,6 +80,9 @@ func (s *Store) Observers(server string) ([]Observer, error) {
 }
 
 func (s *Store) observer(server string, k summary) (Observer, error) {
+	if k.Mirrored {
+		return s.mirrored(k)
+	}
 	v, closer, err := s.db.Get(recordKey(server, k.Observer))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return Observer{}, fmt.Errorf("reading peer observation of %s by %s: not stored", server, k.Observer)
@@ -92,6 +101,23 @@ func (s *Store) observer(server string, k summary) (Observer, error) {
 		LabelID: k.LabelID, LeafIndex: k.LeafIndex, HeadSize: k.HeadSize,
 		Observation: r.Observation, Label: r.Label, InclusionProof: nonNil(r.Proof), Head: json.RawMessage(r.Head),
 	}, nil
+}
+
+func (s *Store) mirrored(k summary) (Observer, error) {
+	o := Observer{DID: k.Observer, Endpoint: k.Endpoint, Package: k.Package, Digest: k.Digest, Status: k.Status,
+		ObservedAt: k.ObservedAt.UTC().Format(timeLayout), LabelID: k.LabelID, LeafIndex: k.LeafIndex, InclusionProof: []string{}}
+	if s.cfg.Prove == nil {
+		return Observer{}, fmt.Errorf("proving the mirrored observation of %s: no mirror", k.Observer)
+	}
+	p, err := s.cfg.Prove(k.Observer, k.LeafIndex)
+	if err != nil {
+		return Observer{}, fmt.Errorf("proving the mirrored observation of %s: %w", k.Observer, err)
+	}
+	o.Label, o.HeadSize, o.Checkpoint = p.Entry, p.Size, string(p.Checkpoint)
+	for _, h := range p.Hashes {
+		o.InclusionProof = append(o.InclusionProof, hex.EncodeToString(h[:]))
+	}
+	return o, nil
 }
 
 func nonNil(s []string) []string {
@@ -132,10 +158,6 @@ func (o Observer) member() (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading kept label %s: %w", o.LabelID, err)
 	}
-	head, err := canon.Parse(o.Head)
-	if err != nil {
-		return nil, fmt.Errorf("reading kept head of %s: %w", o.DID, err)
-	}
 	proof := make([]any, len(o.InclusionProof))
 	for i, h := range o.InclusionProof {
 		proof[i] = h
@@ -143,7 +165,19 @@ func (o Observer) member() (map[string]any, error) {
 	m := map[string]any{
 		"did": o.DID, "observedAt": o.ObservedAt, "labelId": o.LabelID,
 		"leafIndex": int64(o.LeafIndex), "headSize": int64(o.HeadSize),
-		"observation": o.Observation, "label": label, "inclusionProof": proof, "head": head,
+		"label": label, "inclusionProof": proof,
+	}
+	if len(o.Head) > 0 {
+		head, err := canon.Parse(o.Head)
+		if err != nil {
+			return nil, fmt.Errorf("reading kept head of %s: %w", o.DID, err)
+		}
+		m["head"] = head
+	}
+	for k, v := range map[string]string{"observation": o.Observation, "checkpoint": o.Checkpoint} {
+		if v != "" {
+			m[k] = v
+		}
 	}
 	for k, v := range map[string]string{"endpoint": o.Endpoint, "package": o.Package, "digest": o.Digest, "status": o.Status} {
 		if v != "" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/histor-observer/histor/gossip/wire"
 	"github.com/histor-observer/histor/log/format"
+	"github.com/histor-observer/histor/node/mirror"
 )
 
 // Bounds and defaults of Config.
@@ -43,6 +44,10 @@ type Config struct {
 	// MaxServersPerObserver bounds the servers kept for one observer; default 100,000.
 	// About 4 KiB on disk and 300 bytes in memory per kept observation.
 	MaxServersPerObserver int
+	// Prove, when set, proves an observation the node's mirror of its observer's log holds
+	// (PutMirrored): the label at leaf, with its inclusion proof under the mirror's
+	// checkpoint.
+	Prove func(did string, leaf uint64) (mirror.Proof, error)
 	// Now stamps when an observation was accepted; default time.Now.
 	Now func() time.Time
 	// Logger receives the store's logs; nil discards them.
@@ -72,6 +77,9 @@ type summary struct {
 	LabelID    string
 	LeafIndex  uint64
 	HeadSize   uint64
+	// Mirrored: read out of this node's mirror of the observer's log, which proves it
+	// (Config.Prove); nothing of it is stored here.
+	Mirrored bool
 }
 
 // record is a kept observation as stored: everything needed to prove it again.
@@ -231,24 +239,53 @@ func (s *Store) Add(p Proven) error {
 
 // supersedes says whether next replaces kept, the same observer's kept observation of the
 // server (nil: none). A status never displaces a digest (an unreachable moment does not
-// undo what was seen: it is accepted and not kept); otherwise the later observedAt wins,
-// and at the same label a larger head refreshes the proof. An earlier observation, or
-// another at the same time, is stale.
+// undo what was seen: it is accepted and not kept); otherwise the later label in the
+// observer's log wins, and at the same label a larger head refreshes the proof, or a later
+// attempt its status. An earlier label is stale.
 func supersedes(next, kept *summary) (bool, error) {
 	switch {
 	case kept == nil:
 		return true, nil
-	case next.LabelID == kept.LabelID && next.Digest == kept.Digest && next.Status == kept.Status &&
-		next.ObservedAt.Equal(kept.ObservedAt):
-		return next.HeadSize > kept.HeadSize, nil
+	case next.LabelID == kept.LabelID && next.Digest == kept.Digest && next.Status == kept.Status:
+		return next.HeadSize > kept.HeadSize && !kept.Mirrored, nil
 	case next.Digest == "" && kept.Digest != "":
 		return false, nil
 	case next.Digest != "" && kept.Digest == "":
 		return true, nil
-	case next.ObservedAt.After(kept.ObservedAt):
+	case next.LeafIndex > kept.LeafIndex:
+		return true, nil
+	case next.LeafIndex == kept.LeafIndex && next.ObservedAt.After(kept.ObservedAt):
 		return true, nil
 	}
 	return false, ErrStale
+}
+
+// PutMirrored keeps o, read out of this node's verified mirror of its observer's log, as
+// that observer's observation of its server when it is later in the log than the one kept
+// (the mirror is the proof; the observer must be allowed). It stores nothing: the mirror
+// holds it, and gives it again at every start.
+func (s *Store) PutMirrored(o mirror.Observation) error {
+	if !s.allowed[o.Observer] || o.Observer == s.cfg.Self {
+		return &RefusedError{Observer: o.Observer, Server: o.Server, Reason: ErrUnknownObserver}
+	}
+	sum := &summary{Observer: o.Observer, Endpoint: o.Endpoint, Package: o.Package, Digest: o.Digest, Status: o.Status,
+		ObservedAt: o.ObservedAt, LabelID: o.LabelID, LeafIndex: o.LeafIndex, Mirrored: true}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.servers[o.Server][o.Observer]
+	if old != nil && old.LeafIndex > o.LeafIndex {
+		return nil
+	}
+	if err := s.checkBounds(o.Server, o.Observer, old); err != nil {
+		return &RefusedError{Observer: o.Observer, Server: o.Server, Reason: err}
+	}
+	if old != nil && !old.Mirrored {
+		if err := s.db.Delete(recordKey(o.Server, o.Observer), pebble.Sync); err != nil {
+			return fmt.Errorf("dropping a peer observation the mirror replaces: %w", err)
+		}
+	}
+	s.keep(o.Server, sum)
+	return nil
 }
 
 func (s *Store) checkBounds(server, did string, old *summary) error {

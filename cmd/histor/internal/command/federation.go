@@ -24,6 +24,10 @@ func federationFlags() []cli.Flag {
 			"(its submission prefix and cosignature/v1 verifier key; repeatable)", EnvVars: []string{"HISTOR_WITNESSES"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "witness-policy", Usage: "tlog-policy `FILE` saying when a checkpoint counts as witnessed " +
 			"(default: any one of the witnesses submitted to)", EnvVars: []string{"HISTOR_WITNESS_POLICY"}}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "mirror-poll", Value: node.DefaultMirrorPoll, Usage: "ask every counted observer, and the peers " +
+			"that mirror it, for a newer checkpoint this often, beside gossip's announcements", EnvVars: []string{"HISTOR_MIRROR_POLL"}}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "mirror-urls", Usage: "also read each descriptor peer's log from the https URL its descriptor names",
+			EnvVars: []string{"HISTOR_MIRROR_URLS"}}),
 	}
 }
 
@@ -35,4 +39,6 @@ func federationConfig(c *cli.Context, cfg *node.Config) {
 	cfg.WitnessLogs = c.StringSlice("witness-log")
 	cfg.Witnesses = c.StringSlice("witness")
 	cfg.WitnessPolicy = c.String("witness-policy")
+	cfg.MirrorPoll = c.Duration("mirror-poll")
+	cfg.MirrorURLs = c.Bool("mirror-urls")
 }
