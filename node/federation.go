@@ -128,7 +128,7 @@ const (
 
 func newFederation(seed *keys.Seed, logger *slog.Logger) *federation {
 	return &federation{logger: logger, witnessKey: seed.WitnessKey(), p2pKey: seed.P2PKey(), metrics: newFedMetrics(),
-		ownHead:    make(chan struct{}, 1), cosigned: make(chan struct{}, 1), peerHeads: map[string]*gossip.Head{}, peerWake: make(chan struct{}, 1),
+		ownHead: make(chan struct{}, 1), cosigned: make(chan struct{}, 1), peerHeads: map[string]*gossip.Head{}, peerWake: make(chan struct{}, 1),
 		checked: map[string]*gossip.Head{}, evidence: make(chan evidenceJob, evidenceQueue),
 		peerOrigins: map[string]string{}, forked: map[string]bool{},
 		verifiers: map[string]note.Verifier{}, mirrorForks: map[string]bool{},
@@ -284,7 +284,7 @@ func (n *Node) openGossip(ctx context.Context) error {
 	g, err := gossip.New(gossip.Config{
 		Identity: f.p2pKey, Descriptor: desc, Listen: n.cfg.P2PListen, Peers: peers, AllowList: fed.allow,
 		Log: gossipLog{log: n.log, f: f}, AddCheckpoint: f.addCheckpoint, VerifyEvidence: f.verifyEvidence,
-		Fetch: func(_ context.Context, _, path string) (int, []byte) { return f.fetch(lg, path) },
+		Fetch:  func(_ context.Context, _, path string) (int, []byte) { return f.fetch(lg, path) },
 		OnHead: f.onPeerHead, OnObservation: f.onObservation, OnEvidence: func(b []byte) { f.queueEvidence(evidenceJob{b, fromGossip}) },
 		OnConflict: f.onConflict, Logger: n.cfg.Logger, Registerer: n.cfg.registerer(),
 		Heartbeat: n.cfg.GossipHeartbeat, Now: n.cfg.Now,
