@@ -85,6 +85,9 @@ type federation struct {
 	mirrorState mirrored
 	mirrorForks map[string]bool
 	mirrorURLs  map[string]string
+	// ownPublished is the head size of the last publication of this node's
+	// observation digests: later ones publish only labels at or past it.
+	ownPublished atomic.Uint64
 	// self is this node's did:key; set by the peers part before anything
 	// reads it.
 	self string

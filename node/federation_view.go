@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/histor-observer/histor/gossip"
+	"github.com/histor-observer/histor/gossip/wire"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/node/mirror"
 	"github.com/histor-observer/histor/node/peers"
@@ -88,27 +89,33 @@ func (f *federation) setVerifiedHead(did string, h *gossip.Head) {
 	f.cmu.Unlock()
 }
 
-// addOwn adds this node's own observations to the view and publishes them
-// on gossip. Every crawl publishes all of them again under the new head:
-// a peer that missed one (a partition, a restart) catches up without asking.
+// addOwn adds this node's own observations to the view and publishes on gossip
+// those whose label is new since the last publication (a hint that wakes the
+// peers' mirrors; the head that carries the labels wakes them too). Nothing
+// is published again: a peer that missed one reads it from this log.
 func (f *federation) addOwn(ctx context.Context, own []peers.Proven) {
 	s := f.peers.Load()
 	if s == nil {
 		return
 	}
 	g := f.gos.Load()
+	since := f.ownPublished.Load()
+	next := since
 	for _, p := range own {
 		if err := s.Add(p); err != nil {
 			f.logger.Warn("adding our own observation to the peer view", "err", err)
 			continue
 		}
-		if g == nil {
+		o, err := wire.ParseObservationText(p.Observation)
+		if g == nil || err != nil || o.LeafIndex < since {
 			continue
 		}
+		next = max(next, o.TreeSize)
 		if err := g.PublishObservation(ctx, p.Observation); err != nil && ctx.Err() == nil {
 			f.logger.Warn("publishing our observation", "err", err)
 		}
 	}
+	f.ownPublished.Store(next)
 }
 
 // onObservation is gossip's OnObservation, a latency hint only: an observation
