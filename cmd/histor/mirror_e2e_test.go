@@ -293,4 +293,3 @@ func TestMirrorHeals(t *testing.T) {
 		t.Logf("c held a's and b's new observations %v after the partition healed", took.Round(time.Millisecond))
 	})
 }
-
