@@ -128,3 +128,34 @@ func mustVerifier(t *testing.T, o *observer) note.Verifier {
 	}
 	return v
 }
+
+// A mirror that holds a partial last bundle fetches that bundle again, whole, once the log
+// has grown past it, and keeps only the entries it lacked.
+func TestGrowsPastAPartialBundle(t *testing.T) {
+	o := newObserver(t, "zeta")
+	o.observe("com.example/a", "https://a.example/mcp", "a", 100) // 102 entries: a partial bundle
+	s := openStore(t, t.TempDir(), mirror.Config{})
+	s.Follow(o.did, "")
+	src := &logSource{"zeta", o.log}
+	if _, err := s.Sync(context.Background(), o.did, src); err != nil {
+		t.Fatal(err)
+	}
+	first := s.Size(o.did)
+	id, digest := o.observe("com.example/a", "https://a.example/mcp", "b", 400)
+	res, err := s.Sync(context.Background(), o.did, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := o.log.Latest().Size
+	if first%256 == 0 || res.Entries != size-first || s.Size(o.did) != size {
+		t.Fatalf("from %d to %d: added %d, holds %d", first, size, res.Entries, s.Size(o.did))
+	}
+	if got := index(t, s, o.did)[id]; got.Digest != digest {
+		t.Errorf("after growing: %+v, want digest %s", got, digest)
+	}
+	for _, tl := range tlog.NewTiles(torchwood.TileHeight, 0, int64(size)) {
+		if got, err := s.Tile(o.did, torchwood.TilePath(tl)); err != nil || len(got) != tl.W*32 {
+			t.Errorf("%s after growing: %d bytes, %v", torchwood.TilePath(tl), len(got), err)
+		}
+	}
+}
