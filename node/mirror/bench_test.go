@@ -27,7 +27,7 @@ func benchServers(b *testing.B) int {
 }
 
 // BenchmarkSync mirrors a whole observer log (real signed observation labels, their
-// descriptors, two other entries per server) from a source in memory into a Pebble store on
+// descriptors, two other entries of 2 KB per server) from a source in memory into a Pebble store on
 // disk: fetch, check against the signed checkpoint, store with stored hashes, read every
 // observation and its descriptor, index. Its baseline, BenchmarkSyncBaselinePebble, writes
 // the same entries in the same number of synced Pebble batches and does nothing else.
@@ -96,6 +96,7 @@ func BenchmarkSyncBaselinePebble(b *testing.B) {
 func benchLog(b *testing.B) *observer {
 	b.Helper()
 	o := newObserver(b, "bench")
+	o.padBytes = 2000 // a scan or name-threat label is about 2 KB
 	for i := range benchServers(b) {
 		o.observe(fmt.Sprintf("io.bench/server-%d", i), fmt.Sprintf("https://s%d.bench.example/mcp", i), "tools of "+strconv.Itoa(i), 2)
 	}

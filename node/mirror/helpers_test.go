@@ -28,6 +28,8 @@ type observer struct {
 	log    *hlog.Log
 	n      int
 	at     time.Time
+	// padBytes sizes the other entries observe appends; 0 keeps them tiny.
+	padBytes int
 }
 
 func newObserver(t testing.TB, name string) *observer {
@@ -76,7 +78,7 @@ func (o *observer) observe(server, endpoint, desc string, pad int) (id, digest s
 	for range pad {
 		o.n++
 		id := fmt.Sprintf("urn:uuid:00000000-0000-4000-8000-%012x", o.n)
-		entries = append(entries, hlog.Entry{ID: id, Label: fmt.Appendf(nil, `{"id":%q,"n":%d}`, id, o.n)})
+		entries = append(entries, hlog.Entry{ID: id, Label: fmt.Appendf(nil, `{"id":%q,"n":%d,"pad":%q}`, id, o.n, strings.Repeat("x", o.padBytes))})
 	}
 	if _, err := o.log.Append(context.Background(), entries, []hlog.Evidence{{Kind: hlog.EvidenceDescriptors, Body: descJCS}}); err != nil {
 		o.t.Fatal(err)
