@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -89,36 +91,71 @@ func TestHostileSourcesAreRefused(t *testing.T) {
 		{"checkpoint bitflip", "checkpoint", func(b []byte) []byte { b[len(o.origin)+2] ^= 1; return b }, mirror.ErrSignature},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			reg := prometheus.NewRegistry()
-			s := openStore(t, t.TempDir(), mirror.Config{MaxBundleBytes: 512 << 10, Registerer: reg})
-			s.Follow(o.did, "")
-			_, err := s.Sync(context.Background(), o.did, &hostile{&logSource{"hostile", o.log}, c.match, c.rewrite})
-			var se *mirror.SourceError
-			if !errors.As(err, &se) || !errors.Is(err, c.reason) {
-				t.Fatalf("sync: %v; want a *SourceError for %v", err, c.reason)
+		for _, overHTTP := range []bool{false, true} {
+			name := c.name
+			if overHTTP {
+				name += " over HTTP"
 			}
-			if se.Source != "hostile" || se.Observer != o.did {
-				t.Errorf("error names source %q, observer %q", se.Source, se.Observer)
-			}
-			if n := len(index(t, s, o.did)); n != 0 || s.Size(o.did) != 0 && c.match != "tile/entries/001" {
-				t.Errorf("after a refused source the mirror holds %d entries and %d observations", s.Size(o.did), n)
-			}
-			if c.match == "tile/entries/001" && s.Size(o.did) > 256 {
-				t.Errorf("the mirror holds %d entries, past the refused bundle", s.Size(o.did))
-			}
-			if got := testutil.ToFloat64(metric(t, reg, "histor_mirror_refused_total")); got != 1 {
-				t.Errorf("refusals counted: %v, want 1", got)
-			}
-			// The honest source brings the mirror all the way.
-			if _, err := s.Sync(context.Background(), o.did, &logSource{"honest", o.log}); err != nil {
-				t.Fatal(err)
-			}
-			if s.Size(o.did) != o.log.Latest().Size || len(index(t, s, o.did)) != 2 {
-				t.Errorf("after the honest source: %d entries, %d observations", s.Size(o.did), len(index(t, s, o.did)))
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				reg := prometheus.NewRegistry()
+				s := openStore(t, t.TempDir(), mirror.Config{MaxBundleBytes: 512 << 10, Registerer: reg})
+				s.Follow(o.did, "")
+				var src mirror.Source = &hostile{&logSource{"hostile", o.log}, c.match, c.rewrite}
+				if overHTTP {
+					src = serveHTTP(t, src)
+				}
+				_, err := s.Sync(context.Background(), o.did, src)
+				var se *mirror.SourceError
+				if !errors.As(err, &se) || !errors.Is(err, c.reason) {
+					t.Fatalf("sync: %v; want a *SourceError for %v", err, c.reason)
+				}
+				if se.Source != src.Name() || se.Observer != o.did {
+					t.Errorf("error names source %q, observer %q", se.Source, se.Observer)
+				}
+				if n := len(index(t, s, o.did)); n != 0 || s.Size(o.did) != 0 && c.match != "tile/entries/001" {
+					t.Errorf("after a refused source the mirror holds %d entries and %d observations", s.Size(o.did), n)
+				}
+				if c.match == "tile/entries/001" && s.Size(o.did) > 256 {
+					t.Errorf("the mirror holds %d entries, past the refused bundle", s.Size(o.did))
+				}
+				if got := testutil.ToFloat64(metric(t, reg, "histor_mirror_refused_total")); got != 1 {
+					t.Errorf("refusals counted: %v, want 1", got)
+				}
+				// The honest source brings the mirror all the way.
+				if _, err := s.Sync(context.Background(), o.did, &logSource{"honest", o.log}); err != nil {
+					t.Fatal(err)
+				}
+				if s.Size(o.did) != o.log.Latest().Size || len(index(t, s, o.did)) != 2 {
+					t.Errorf("after the honest source: %d entries, %d observations", s.Size(o.did), len(index(t, s, o.did)))
+				}
+			})
+		}
 	}
+}
+
+// serveHTTP serves src as a node's /log/ and descriptor routes do, and returns an
+// HTTPSource reading it.
+func serveHTTP(t *testing.T, src mirror.Source) *mirror.HTTPSource {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body []byte
+		var err error
+		if sri, ok := strings.CutPrefix(r.URL.Path, "/api/v1/descriptors/"); ok {
+			body, err = src.Evidence(r.Context(), sri, 1<<20)
+		} else {
+			body, err = src.Get(r.Context(), strings.TrimPrefix(r.URL.Path, "/log/"), 64<<20)
+		}
+		if errors.Is(err, mirror.ErrNotFound) {
+			http.NotFound(w, r)
+			return
+		}
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return &mirror.HTTPSource{LogURL: srv.URL + "/log/", EvidenceURL: srv.URL + "/api/v1/descriptors/", Client: srv.Client()}
 }
 
 // metric is the one collector registered under name, summed over its labels.
