@@ -147,6 +147,49 @@ func (m *members) learnDescriptor(id peer.ID, raw []byte) error {
 	return m.learn(o, raw)
 }
 
+// replace takes fresh's members in place of m's, keeping what was learned of each member
+// that stays a peer under the same peer ID (a descriptor fetched from it that is newer than
+// the one fresh was given). It returns the peers that left and the ones that joined.
+func (m *members) replace(fresh *members) (left, joined []peer.AddrInfo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for did, nb := range fresh.byDID {
+		ob := m.byDID[did]
+		if ob == nil || ob.descriptor == nil || did == m.self || nb.peer == "" || ob.peer != nb.peer {
+			continue
+		}
+		if nb.descriptor == nil || ob.descTime > nb.descTime {
+			nb.origin, nb.witness, nb.descTime, nb.descriptor = ob.origin, ob.witness, ob.descTime, ob.descriptor
+			if nb.addrs == nil {
+				nb.addrs = ob.addrs
+			}
+		}
+	}
+	for id, ob := range m.byPeer {
+		if nb := fresh.byPeer[id]; nb == nil || nb.did != ob.did {
+			left = append(left, peer.AddrInfo{ID: id, Addrs: ob.addrs})
+		}
+	}
+	for id, nb := range fresh.byPeer {
+		if ob := m.byPeer[id]; ob == nil || ob.did != nb.did {
+			joined = append(joined, peer.AddrInfo{ID: id, Addrs: nb.addrs})
+		}
+	}
+	m.byDID, m.byPeer = fresh.byDID, fresh.byPeer
+	return left, joined
+}
+
+// dids lists the allow-listed observers, this one included.
+func (m *members) dids() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]string, 0, len(m.byDID))
+	for did := range m.byDID {
+		out = append(out, did)
+	}
+	return out
+}
+
 // view is a copy of one member, safe to read without the lock.
 type view struct {
 	did, origin string

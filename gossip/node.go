@@ -44,7 +44,9 @@ type Node struct {
 
 	ps     *pubsub.PubSub
 	topics map[string]*pubsub.Topic
-	wake   map[peer.ID]chan struct{} // a signal per federation peer that it disconnected
+	// loops holds the loop that keeps each federation peer connected; guarded by loopsMu.
+	loopsMu sync.Mutex
+	loops   map[peer.ID]*peerLoop
 
 	scoresMu sync.Mutex
 	scores   map[peer.ID]float64 // last peer scores reported by GossipSub; guarded by scoresMu
@@ -73,7 +75,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: c, log: c.Logger, metrics: met, self: self, members: m, heads: newHeads(),
-		topics: map[string]*pubsub.Topic{}, wake: map[peer.ID]chan struct{}{}, scores: map[peer.ID]float64{}}
+		topics: map[string]*pubsub.Topic{}, loops: map[peer.ID]*peerLoop{}, scores: map[peer.ID]float64{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if n.host = c.Host; n.host == nil {
 		if n.host, err = n.buildHost(); err != nil {
@@ -123,16 +125,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.setHandlers()
 	n.host.Network().Notify(&network.NotifyBundle{ConnectedF: n.connected, DisconnectedF: n.disconnected})
 	for _, ai := range n.members.peers() {
-		n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
-		n.host.ConnManager().Protect(ai.ID, protectTag)
-		n.wake[ai.ID] = make(chan struct{}, 1)
-	}
-	for id, w := range n.wake {
-		if n.host.Network().Connectedness(id) == network.Connected {
-			// Connected before Notify was registered: no event will come for it.
-			n.goLoop(func() { n.pull(id) })
-		}
-		n.goLoop(func() { n.keepConnected(id, w) })
+		n.startPeer(ai)
 	}
 	n.goLoop(n.republishLoop)
 	return nil
@@ -162,13 +155,82 @@ func (n *Node) Close() error {
 	return err
 }
 
+// peerLoop is the loop keeping one federation peer connected: wake is signalled when the
+// peer disconnects, cancel ends the loop when the peer leaves the federation.
+type peerLoop struct {
+	wake   chan struct{}
+	cancel context.CancelFunc
+}
+
+// startPeer protects a federation peer from trimming and starts the loop that keeps it
+// connected, pulling its head at once if it is connected already (no event will come).
+func (n *Node) startPeer(ai peer.AddrInfo) {
+	n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
+	n.host.ConnManager().Protect(ai.ID, protectTag)
+	ctx, cancel := context.WithCancel(n.ctx)
+	l := &peerLoop{wake: make(chan struct{}, 1), cancel: cancel}
+	n.loopsMu.Lock()
+	if old := n.loops[ai.ID]; old != nil {
+		old.cancel()
+	}
+	n.loops[ai.ID] = l
+	n.loopsMu.Unlock()
+	if n.host.Network().Connectedness(ai.ID) == network.Connected {
+		n.goLoop(func() { n.pull(ai.ID) })
+	}
+	n.goLoop(func() { n.keepConnected(ctx, ai.ID, l.wake) })
+}
+
+// stopPeer ends the loop of a peer that left the federation and closes its connections;
+// the gater refuses it from now on.
+func (n *Node) stopPeer(id peer.ID) {
+	n.loopsMu.Lock()
+	if l := n.loops[id]; l != nil {
+		l.cancel()
+		delete(n.loops, id)
+	}
+	n.loopsMu.Unlock()
+	n.host.ConnManager().Unprotect(id, protectTag)
+	n.host.Peerstore().ClearAddrs(id)
+	if err := n.host.Network().ClosePeer(id); err != nil {
+		n.log.Debug("closing a former peer's connections", "peer", id, "err", err)
+	}
+}
+
+// SetMembers replaces the allow-list and the federation peers while the host runs, as New
+// takes them: peers that joined are dialled and kept connected, peers that left are
+// disconnected and refused from then on, and a descriptor learned from a peer that stays is
+// kept. Heads and observations already accepted stay. On an error nothing changes.
+func (n *Node) SetMembers(allow []string, peers []Peer) error {
+	fresh, err := newMembers(n.self, allow, peers)
+	if err != nil {
+		return fmt.Errorf("setting gossip members: %w", err)
+	}
+	left, joined := n.members.replace(fresh)
+	for _, ai := range left {
+		n.stopPeer(ai.ID)
+	}
+	if n.ctx.Err() != nil {
+		return nil
+	}
+	for _, ai := range n.members.peers() {
+		n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
+	}
+	for _, ai := range joined {
+		n.startPeer(ai)
+	}
+	n.log.Info("gossip members set", "observers", len(fresh.byDID), "left", len(left), "joined", len(joined))
+	return nil
+}
+
 // keepConnected dials a federation peer whenever it is not connected, backing off
-// exponentially with jitter between failures; libp2p never reconnects by itself.
-func (n *Node) keepConnected(id peer.ID, wake <-chan struct{}) {
+// exponentially with jitter between failures, until ctx ends; libp2p never reconnects by
+// itself.
+func (n *Node) keepConnected(ctx context.Context, id peer.ID, wake <-chan struct{}) {
 	backoff := n.cfg.ReconnectMin
 	for {
 		if n.host.Network().Connectedness(id) != network.Connected {
-			ctx, cancel := context.WithTimeout(n.ctx, n.cfg.RequestTimeout)
+			ctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
 			err := n.host.Connect(ctx, peer.AddrInfo{ID: id})
 			cancel()
 			if err == nil && n.host.Network().Connectedness(id) == network.Connected {
@@ -181,7 +243,7 @@ func (n *Node) keepConnected(id peer.ID, wake <-chan struct{}) {
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
 		select {
-		case <-n.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-wake:
 		case <-time.After(wait):
@@ -201,9 +263,12 @@ func (n *Node) connected(_ network.Network, c network.Conn) {
 }
 
 func (n *Node) disconnected(_ network.Network, c network.Conn) {
-	if w := n.wake[c.RemotePeer()]; w != nil {
+	n.loopsMu.Lock()
+	l := n.loops[c.RemotePeer()]
+	n.loopsMu.Unlock()
+	if l != nil {
 		select {
-		case w <- struct{}{}:
+		case l.wake <- struct{}{}:
 		default:
 		}
 	}
