@@ -57,11 +57,11 @@ type Config struct {
 // Store holds each observer's latest proven observation of each server: an index in memory
 // and every proof in Pebble. It is safe for concurrent use.
 type Store struct {
-	cfg     Config
-	allowed map[string]bool
-	db      *pebble.DB
+	cfg Config
+	db  *pebble.DB
 
 	mu      sync.RWMutex
+	allowed map[string]bool                // did → its observations count; guarded by mu
 	servers map[string]map[string]*summary // server id → did → kept observation; guarded by mu
 	counts  map[string]int                 // did → servers kept for it; guarded by mu
 }
@@ -204,7 +204,7 @@ func (s *Store) keep(server string, sum *summary) {
 // returns nil without writing when p is what the store already keeps; a refusal is a
 // *RefusedError.
 func (s *Store) Add(p Proven) error {
-	c, err := verify(p, func(did string) bool { return s.allowed[did] })
+	c, err := verify(p, s.isAllowed)
 	if err != nil {
 		return err
 	}
@@ -265,13 +265,13 @@ func supersedes(next, kept *summary) (bool, error) {
 // (the mirror is the proof; the observer must be allowed). It stores nothing: the mirror
 // holds it, and gives it again at every start.
 func (s *Store) PutMirrored(o mirror.Observation) error {
-	if !s.allowed[o.Observer] || o.Observer == s.cfg.Self {
-		return &RefusedError{Observer: o.Observer, Server: o.Server, Reason: ErrUnknownObserver}
-	}
 	sum := &summary{Observer: o.Observer, Endpoint: o.Endpoint, Package: o.Package, Digest: o.Digest, Status: o.Status,
 		ObservedAt: o.ObservedAt, LabelID: o.LabelID, LeafIndex: o.LeafIndex, Mirrored: true}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.allowed[o.Observer] || o.Observer == s.cfg.Self {
+		return &RefusedError{Observer: o.Observer, Server: o.Server, Reason: ErrUnknownObserver}
+	}
 	old := s.servers[o.Server][o.Observer]
 	if old != nil && old.LeafIndex > o.LeafIndex {
 		return nil
@@ -285,6 +285,55 @@ func (s *Store) PutMirrored(o mirror.Observation) error {
 		}
 	}
 	s.keep(o.Server, sum)
+	return nil
+}
+
+func (s *Store) isAllowed(did string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.allowed[did]
+}
+
+// SetAllowList replaces the other observers whose observations count, as Config.AllowList.
+// The observations of an observer that left the list leave the view, and its stored ones
+// are deleted; this node's own always count.
+func (s *Store) SetAllowList(list []string) error {
+	allowed := map[string]bool{s.cfg.Self: true}
+	for _, did := range list {
+		allowed[did] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.db.NewBatch()
+	defer b.Close()
+	type gone struct{ server, did string }
+	var drop []gone
+	for server, byDID := range s.servers {
+		for did, sum := range byDID {
+			if allowed[did] {
+				continue
+			}
+			drop = append(drop, gone{server, did})
+			if !sum.Mirrored {
+				if err := b.Delete(recordKey(server, did), nil); err != nil {
+					return fmt.Errorf("setting the allow-list: %w", err)
+				}
+			}
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("setting the allow-list: dropping observations: %w", err)
+	}
+	for _, g := range drop {
+		delete(s.servers[g.server], g.did)
+		if len(s.servers[g.server]) == 0 {
+			delete(s.servers, g.server)
+		}
+		if s.counts[g.did]--; s.counts[g.did] <= 0 {
+			delete(s.counts, g.did)
+		}
+	}
+	s.allowed = allowed
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/histor-observer/histor/gossip/wire"
 	"github.com/histor-observer/histor/log/format"
+	"github.com/histor-observer/histor/node/mirror"
 	"github.com/histor-observer/histor/node/peers"
 )
 
@@ -188,5 +189,50 @@ func TestReopen(t *testing.T) {
 			strings.Join(after[i].InclusionProof, ",") != strings.Join(before[i].InclusionProof, ",") {
 			t.Errorf("observer %d differs after reopening", i)
 		}
+	}
+}
+
+func TestSetAllowList(t *testing.T) {
+	self, a, b := newObserver(t, 1), newObserver(t, 2), newObserver(t, 3)
+	dir := t.TempDir()
+	s, err := peers.Open(peers.Config{Dir: dir, Self: self.did, AllowList: []string{a.did, b.did}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(a.observe(t, digest("a"), t0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutMirrored(mirror.Observation{Observer: b.did, Server: serverID, Endpoint: endpoint,
+		Digest: digest("b"), ObservedAt: t0, LabelID: "urn:uuid:b", LeafIndex: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Agreement(serverID).Counts.Observers; n != 2 {
+		t.Fatalf("%d observers before, want 2", n)
+	}
+	if err := s.SetAllowList([]string{b.did}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Agreement(serverID).Counts.Observers; n != 1 {
+		t.Fatalf("after a left: %d observers", n)
+	}
+	if err := s.Add(a.observe(t, digest("a2"), t0.Add(time.Hour))); !errors.Is(err, peers.ErrUnknownObserver) {
+		t.Fatalf("an observer that left was taken: %v", err)
+	}
+	if err := s.SetAllowList(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutMirrored(mirror.Observation{Observer: b.did, Server: serverID, Digest: digest("b"), LeafIndex: 4}); !errors.Is(err, peers.ErrUnknownObserver) {
+		t.Fatalf("a mirrored observation of an observer that left: %v", err)
+	}
+	if n := s.Agreement(serverID).Counts.Observers; n != 0 {
+		t.Fatalf("after both left: %d observers", n)
+	}
+	// The stored observation of a is gone too, not only hidden.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, self, a, b)
+	if n := s.Agreement(serverID).Counts.Observers; n != 0 {
+		t.Fatalf("after reopening, %d observations of departed observers came back", n)
 	}
 }
