@@ -186,6 +186,14 @@ type Config struct {
 	// observations and evidence count when they reach this node through a
 	// peer. This node's own and its peers' are always on it.
 	AllowList []string
+	// MembersFile names a file of further members, one per line ("#" starts
+	// a comment): a peer as Peers takes it (a descriptor file's path,
+	// relative to the members file's folder, or "did:key:…=<multiaddr>"),
+	// or a did:key alone, an observer as AllowList takes it. It is read at
+	// start and again by ReloadMembers (SIGHUP for histor serve), so a
+	// federation grows and shrinks without restarts. At most
+	// MaxMembersFileBytes.
+	MembersFile string
 	// WitnessLogs are further logs this node's witness cosigns, each
 	// "ORIGIN=VKEY": the log's checkpoint origin and its signed-note verifier
 	// key (whose key name must be ORIGIN).

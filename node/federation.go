@@ -79,12 +79,15 @@ type federation struct {
 	peers atomic.Pointer[peers.Store]
 	// mirror is the mirrors of the counted observers' logs, set by its part;
 	// mirrorState wakes its loop, mirrorForks (guarded by mirrorState.mu)
-	// holds the observers whose fork it reported, mirrorURLs (fixed while
-	// open) the https URLs it may also read a log from.
+	// holds the observers whose fork it reported, mirrorURLs  the https URLs it may
+	// also read a log from.
 	mirror      atomic.Pointer[mirror.Store]
 	mirrorState mirrored
 	mirrorForks map[string]bool
-	mirrorURLs  map[string]string
+	mirrorURLs  atomic.Pointer[map[string]string]
+	// settings is the federation settings in force: Config's at open, the
+	// members file's after each ReloadMembers.
+	settings atomic.Pointer[fedSettings]
 	// ownPublished is the head size of the last publication of this node's
 	// observation digests: later ones publish only labels at or past it.
 	ownPublished atomic.Uint64
@@ -160,8 +163,8 @@ func (n *Node) openWitness(context.Context) error {
 	f := n.fed
 	own := mustVerifier(n.cfg.LogOrigin, n.id.logKey)
 	f.setVerifier(own)
-	if len(fed.logs) == 0 && len(fed.peers) == 0 {
-		return nil // nothing to witness
+	if len(fed.logs) == 0 && len(fed.peers) == 0 && n.cfg.MembersFile == "" {
+		return nil // nothing to witness, nor a members file that may name some
 	}
 	logs := maps.Clone(fed.logs)
 	if have, ok := logs[own.Name()]; ok && have.KeyHash() != own.KeyHash() {
@@ -196,13 +199,24 @@ func (n *Node) closeWitness() error {
 // configured witness over HTTP, and to every descriptor peer's witness over
 // gossip (through submitTransport).
 func (n *Node) openSubmitter(context.Context) error {
-	targets, p2p := n.witnessTargets()
-	if len(targets) == 0 {
-		return nil
-	}
-	policy, err := n.witnessPolicy(targets)
-	if err != nil {
+	s, policy, err := n.newSubmitter(n.cfg.fed)
+	if err != nil || s == nil {
 		return err
+	}
+	n.fed.policy.Store(policy)
+	n.fed.sub.Store(s)
+	return nil
+}
+
+// newSubmitter makes the submitter to fed's witnesses; nil when there are none.
+func (n *Node) newSubmitter(fed *fedSettings) (*submit.Submitter, *format.Policy, error) {
+	targets, p2p := n.witnessTargets(fed)
+	if len(targets) == 0 {
+		return nil, nil, nil
+	}
+	policy, err := n.witnessPolicy(fed, targets)
+	if err != nil {
+		return nil, nil, err
 	}
 	s, err := submit.New(submit.Config{
 		Origin: n.cfg.LogOrigin, Key: n.id.logKey.Public().(ed25519.PublicKey), Witnesses: targets,
@@ -212,11 +226,9 @@ func (n *Node) openSubmitter(context.Context) error {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	n.fed.policy.Store(policy)
-	n.fed.sub.Store(s)
-	return nil
+	return s, policy, nil
 }
 
 func (n *Node) closeSubmitter() error {
@@ -230,8 +242,7 @@ func (n *Node) closeSubmitter() error {
 // witnessTargets are Config.Witnesses and then each descriptor peer's
 // witness, reached through a host name no resolver answers (RFC 6761
 // .invalid) that submitTransport routes to the peer over gossip.
-func (n *Node) witnessTargets() ([]submit.Witness, map[string]string) {
-	fed := n.cfg.fed
+func (n *Node) witnessTargets(fed *fedSettings) ([]submit.Witness, map[string]string) {
 	targets := append([]submit.Witness(nil), fed.witnesses...)
 	p2p := map[string]string{}
 	for i, p := range fed.peers {
@@ -247,9 +258,9 @@ func (n *Node) witnessTargets() ([]submit.Witness, map[string]string) {
 
 // witnessPolicy is WitnessPolicy's, or by default this log, every target,
 // and a quorum of any one of them.
-func (n *Node) witnessPolicy(targets []submit.Witness) (*format.Policy, error) {
-	if n.cfg.fed.policy != nil {
-		return n.cfg.fed.policy, nil
+func (n *Node) witnessPolicy(fed *fedSettings, targets []submit.Witness) (*format.Policy, error) {
+	if fed.policy != nil {
+		return fed.policy, nil
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "log %s\n", n.id.logVkey)
@@ -323,6 +334,7 @@ func (n *Node) openFederation(context.Context) error {
 	f.goLoop(func() { f.peerLoop(ctx) })
 	f.goLoop(func() { f.evidenceLoop(ctx) })
 	f.goLoop(func() { f.mirrorLoop(ctx, n.cfg.MirrorPoll) })
+	f.metrics.members.Set(float64(len(f.counted(n.cfg.fed))))
 	signal(f.ownHead) // the head the log opened with
 	return nil
 }
@@ -575,6 +587,8 @@ type fedMetrics struct {
 	witnessed    prometheus.Gauge
 	evidence     *prometheus.CounterVec
 	observations *prometheus.CounterVec
+	reloads      *prometheus.CounterVec
+	members      prometheus.Gauge
 }
 
 // newFedMetrics makes the series; the node's metrics part registers them
@@ -587,11 +601,15 @@ func newFedMetrics() *fedMetrics {
 			Help: "Equivocation bundles handled by the federation loops, by what became of them (kept, dropped)."}, []string{"result"}),
 		observations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "histor_federation_peer_observations_total",
 			Help: "Peers' observation digests handled by the peer loop, by what became of them (kept, refused: read out of the mirrors; hint: a digest that woke the mirror)."}, []string{"result"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "histor_federation_member_reloads_total",
+			Help: "Reloads of the members file (SIGHUP), by result (applied, refused: the file or a descriptor it names did not parse; the members stay as they were)."}, []string{"result"}),
+		members: prometheus.NewGauge(prometheus.GaugeOpts{Name: "histor_federation_members",
+			Help: "Observers this node counts besides itself: its peers and the allow-list, from the flags and the members file."}),
 	}
 }
 
 func (m *fedMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.witnessed, m.evidence, m.observations}
+	return []prometheus.Collector{m.witnessed, m.evidence, m.observations, m.reloads, m.members}
 }
 
 // peerHeadTimeout bounds the consistency check of one peer head.

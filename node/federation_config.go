@@ -26,6 +26,8 @@ const (
 	MaxWitnesses   = 64
 	// maxPolicyBytes bounds a tlog-policy file.
 	maxPolicyBytes = 64 << 10
+	// MaxMembersFileBytes bounds a members file (MembersFile).
+	MaxMembersFileBytes = 1 << 20
 )
 
 // fedSettings is Config's federation fields, parsed and checked.
@@ -47,8 +49,8 @@ type fedPeer struct {
 
 // checkFederation parses the federation fields into c.fed.
 func (c *Config) checkFederation() error {
-	if len(c.Peers) > 0 && len(c.P2PListen) == 0 {
-		return errors.New("config: Peers need a P2PListen address (the gossip host)")
+	if (len(c.Peers) > 0 || c.MembersFile != "") && len(c.P2PListen) == 0 {
+		return errors.New("config: Peers and a MembersFile need a P2PListen address (the gossip host)")
 	}
 	if c.GossipHeartbeat < 0 {
 		return errors.New("config: GossipHeartbeat must not be negative")
@@ -56,8 +58,7 @@ func (c *Config) checkFederation() error {
 	if c.MirrorPoll < 0 || c.MirrorMaxBundleBytes < 0 {
 		return errors.New("config: MirrorPoll and MirrorMaxBundleBytes must not be negative")
 	}
-	for name, n := range map[string][2]int{"Peers": {len(c.Peers), MaxPeers}, "AllowList": {len(c.AllowList), MaxAllowList},
-		"WitnessLogs": {len(c.WitnessLogs), MaxWitnessLogs}, "Witnesses": {len(c.Witnesses), MaxWitnesses}} {
+	for name, n := range map[string][2]int{"WitnessLogs": {len(c.WitnessLogs), MaxWitnessLogs}, "Witnesses": {len(c.Witnesses), MaxWitnesses}} {
 		if n[0] > n[1] {
 			return fmt.Errorf("config: %s has %d entries, at most %d", name, n[0], n[1])
 		}
@@ -75,16 +76,32 @@ func (c *Config) checkFederation() error {
 	return nil
 }
 
+// parseFederation reads the federation settings: Config's fields, the members file and
+// every descriptor file they name. A reload of the members file runs it again.
 func parseFederation(c *Config) (*fedSettings, error) {
 	fed := &fedSettings{logs: map[string]note.Verifier{}}
-	for _, spec := range c.Peers {
+	specs, allow := c.Peers, c.AllowList
+	if c.MembersFile != "" {
+		mf, err := readMembersFile(c.MembersFile)
+		if err != nil {
+			return nil, fmt.Errorf("MembersFile: %w", err)
+		}
+		specs, allow = append(slices.Clip(specs), mf.peers...), append(slices.Clip(allow), mf.allow...)
+	}
+	if len(specs) > MaxPeers || len(allow) > MaxAllowList {
+		return nil, fmt.Errorf("%d peers and %d allowed observers, at most %d and %d", len(specs), len(allow), MaxPeers, MaxAllowList)
+	}
+	for _, spec := range specs {
 		p, err := parsePeer(spec)
 		if err != nil {
 			return nil, fmt.Errorf("Peers %q: %w", spec, err)
 		}
+		if slices.ContainsFunc(fed.peers, func(q fedPeer) bool { return q.did == p.did }) {
+			return nil, fmt.Errorf("Peers: %s is listed twice", p.did)
+		}
 		fed.peers = append(fed.peers, p)
 	}
-	if err := fed.setAllowList(c.AllowList); err != nil {
+	if err := fed.setAllowList(allow); err != nil {
 		return nil, err
 	}
 	for _, spec := range c.WitnessLogs {

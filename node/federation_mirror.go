@@ -49,22 +49,45 @@ func (n *Node) openMirror(context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, did := range f.counted(n.cfg.fed) {
-		if err := m.Follow(did, f.originOf(n.cfg.fed, did)); err != nil {
-			m.Close()
+	f.settings.Store(n.cfg.fed)
+	if err := f.follow(m, n.cfg.fed); err != nil {
+		m.Close()
+		return err
+	}
+	f.setMirrorURLs(n.cfg.fed, n.cfg.MirrorURLs)
+	f.mirror.Store(m)
+	return nil
+}
+
+// follow makes m follow every observer fed counts.
+func (f *federation) follow(m *mirror.Store, fed *fedSettings) error {
+	for _, did := range f.counted(fed) {
+		if err := m.Follow(did, f.originOf(fed, did)); err != nil {
 			return err
 		}
 	}
-	f.mirrorURLs = map[string]string{}
-	if fed := n.cfg.fed; fed != nil && n.cfg.MirrorURLs {
+	return nil
+}
+
+// mirrorURL is the https URL did's log may also be read from, "" for none.
+func (f *federation) mirrorURL(did string) string {
+	if urls := f.mirrorURLs.Load(); urls != nil {
+		return (*urls)[did]
+	}
+	return ""
+}
+
+// setMirrorURLs keeps the https URL of each descriptor peer of fed, when on.
+func (f *federation) setMirrorURLs(fed *fedSettings, on bool) {
+	urls := map[string]string{}
+	if fed != nil && on {
 		for _, p := range fed.peers {
 			if p.desc != nil && strings.HasPrefix(p.desc.URL, "https://") {
-				f.mirrorURLs[p.did] = strings.TrimSuffix(p.desc.URL, "/")
+				urls[p.did] = strings.TrimSuffix(p.desc.URL, "/")
 			}
 		}
 	}
-	f.mirror.Store(m)
-	return nil
+	f.mirrorURLs.Store(&urls)
 }
 
 func (n *Node) closeMirror() error {
@@ -93,13 +116,18 @@ func (f *federation) originOf(fed *fedSettings, did string) string {
 	return ""
 }
 
-// loadMirrored gives the peer view every observation the mirrors hold, at start.
-func (f *federation) loadMirrored() error {
+// loadMirrored gives the peer view every observation the mirrors hold of the observers
+// in dids that this node counts: all of them at start, those that joined at a reload.
+func (f *federation) loadMirrored(dids []string) error {
 	m, view := f.mirror.Load(), f.peers.Load()
 	if m == nil || view == nil {
 		return nil
 	}
-	for _, did := range m.Observers() {
+	counted := f.counted(f.settings.Load())
+	for _, did := range dids {
+		if !slices.Contains(counted, did) {
+			continue // a former member: its mirror stays on disk, out of the view
+		}
 		if err := m.EachObservation(did, f.onMirrored); err != nil {
 			return err
 		}
@@ -142,8 +170,8 @@ func (f *federation) mirrorLoop(ctx context.Context, poll time.Duration) {
 	all := true // at start
 	for {
 		f.mirrorState.mu.Lock()
-		if m := f.mirror.Load(); all && m != nil {
-			for _, did := range m.Observers() {
+		if all {
+			for _, did := range f.counted(f.settings.Load()) {
 				f.mirrorState.want[did] = true
 			}
 		}
@@ -228,7 +256,7 @@ func (f *federation) mirrorSources(g *gossip.Node, did string) []mirror.Source {
 			}
 		}
 	}
-	if url := f.mirrorURLs[did]; url != "" {
+	if url := f.mirrorURL(did); url != "" {
 		out = append(out, &mirror.HTTPSource{LogURL: url + "/log/", EvidenceURL: url + "/api/v1/descriptors/",
 			Client: &http.Client{Timeout: time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}})
 	}

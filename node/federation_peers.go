@@ -229,19 +229,29 @@ func (n *Node) DescriptorPath() string { return filepath.Join(n.cfg.DataDir, "ob
 
 // writeDescriptor signs this observer's descriptor and writes it to
 // DescriptorPath.
-func (n *Node) writeDescriptor() ([]byte, error) {
+func (n *Node) writeDescriptor() ([]byte, error) { return n.WriteDescriptor(n.DescriptorPath()) }
+
+// WriteDescriptor signs this observer's descriptor as it would at start and writes it to
+// path (through a temporary file renamed over it), for peers to configure before this node
+// first runs; the node need not be open.
+func (n *Node) WriteDescriptor(path string) ([]byte, error) {
 	desc, err := n.descriptor()
 	if err != nil {
 		return nil, err
 	}
-	tmp := n.DescriptorPath() + ".tmp"
+	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, desc, 0o644); err != nil {
 		return nil, fmt.Errorf("writing observer descriptor: %w", err)
 	}
-	if err := os.Rename(tmp, n.DescriptorPath()); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		return nil, fmt.Errorf("writing observer descriptor: %w", err)
 	}
 	return desc, nil
+}
+
+// PeerID is the libp2p peer ID of this node's gossip host, derived from its seed.
+func (n *Node) PeerID() string {
+	return format.PeerIDFromKey(n.fed.p2pKey.Public().(ed25519.PublicKey))
 }
 
 // descriptor binds the log key to the witness and host keys, the listen

@@ -39,7 +39,11 @@ func (n *Node) openPeers(context.Context) error {
 		return err
 	}
 	n.fed.peers.Store(s)
-	return n.fed.loadMirrored()
+	var dids []string
+	if m := n.fed.mirror.Load(); m != nil {
+		dids = m.Observers()
+	}
+	return n.fed.loadMirrored(dids)
 }
 
 func (n *Node) closePeers() error {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/keys"
 )
 
@@ -145,6 +146,9 @@ func TestKeygen(t *testing.T) {
 	if lines["witness-vkey"] != wantW {
 		t.Errorf("witness-vkey %q, want %q", lines["witness-vkey"], wantW)
 	}
+	if want := format.PeerIDFromKey(seed.P2PKey().Public().(ed25519.PublicKey)); lines["peer-id"] != want {
+		t.Errorf("peer-id %q, want %q", lines["peer-id"], want)
+	}
 	before := mustRead(t, seedPath)
 	if r := histor(t, "", "keygen", "--out", seedPath); r.code != 1 || !strings.Contains(r.stderr, seedPath) {
 		t.Errorf("keygen over an existing seed: exit %d, stderr %q; want 1 naming the file", r.code, r.stderr)
@@ -154,6 +158,30 @@ func TestKeygen(t *testing.T) {
 	}
 	if r := histor(t, "", "keygen"); r.code != 2 {
 		t.Errorf("keygen without --out: exit %d, want 2", r.code)
+	}
+}
+
+// TestKeygenDescriptor: keygen writes the descriptor a node started on the seed would, so
+// a peer can list it before the first start; the node then serves one naming the same keys.
+func TestKeygenDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	seedPath, descPath := filepath.Join(dir, "seed"), filepath.Join(dir, "b.descriptor")
+	r := histor(t, "", "keygen", "--out", seedPath, "--origin", "b.example/log", "--descriptor", descPath,
+		"--p2p-listen", "/ip4/192.0.2.7/tcp/4001", "--public-url", "https://b.example")
+	if r.code != 0 {
+		t.Fatalf("keygen: exit %d: %s", r.code, r.stderr)
+	}
+	lines := parseLabelled(t, r.stdout)
+	o, err := format.VerifyObserver([]byte(mustRead(t, descPath)), lines["did"])
+	if err != nil {
+		t.Fatalf("the written descriptor: %v", err)
+	}
+	if o.PeerID() != lines["peer-id"] || o.Origin != "b.example/log" || o.URL != "https://b.example" ||
+		len(o.Addrs) != 1 || o.Addrs[0] != "/ip4/192.0.2.7/tcp/4001" {
+		t.Errorf("descriptor %+v does not match the keys printed %v", o, lines)
+	}
+	if r := histor(t, "", "keygen", "--out", filepath.Join(dir, "seed2"), "--descriptor", descPath, "--p2p-listen", "nonsense"); r.code != 2 {
+		t.Errorf("a malformed --p2p-listen: exit %d, want 2: %s", r.code, r.stderr)
 	}
 }
 
@@ -167,8 +195,8 @@ func parseLabelled(t *testing.T, out string) map[string]string {
 		}
 		m[k] = v
 	}
-	if len(m) != 3 || m["did"] == "" || m["log-vkey"] == "" || m["witness-vkey"] == "" {
-		t.Fatalf("keygen printed %q, want did, log-vkey and witness-vkey lines", out)
+	if len(m) != 4 || m["did"] == "" || m["log-vkey"] == "" || m["witness-vkey"] == "" || m["peer-id"] == "" {
+		t.Fatalf("keygen printed %q, want did, log-vkey, witness-vkey and peer-id lines", out)
 	}
 	return m
 }

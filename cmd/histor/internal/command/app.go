@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 	"github.com/urfave/cli/v2"
@@ -42,11 +45,30 @@ func Main(ctx context.Context, args []string, stdio Stdio) int {
 	return run(ctx, args, deps{stdio: stdio, runNode: runNode, crawlOnce: crawlOnce})
 }
 
-// runNode is the node's own lifecycle: New, then Run until ctx is done.
+// runNode is the node's own lifecycle: New, then Run until ctx is done. With a members
+// file, each SIGHUP reloads it (a refused file is logged by the node and changes nothing).
 func runNode(ctx context.Context, cfg node.Config) error {
 	n, err := node.New(cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.MembersFile != "" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-hup:
+					n.ReloadMembers()
+				}
+			}
+		}()
 	}
 	return n.Run(ctx)
 }

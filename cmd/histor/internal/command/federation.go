@@ -18,6 +18,8 @@ func federationFlags() []cli.Flag {
 			"or did:key:…=<multiaddr ending in /p2p/<peer ID>> (repeatable)", EnvVars: []string{"HISTOR_PEERS"}}),
 		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "allow-observer", Usage: "also count heads, observations and evidence of the observer `DID` " +
 			"(did:key:…; repeatable); peers are always counted", EnvVars: []string{"HISTOR_ALLOW_OBSERVERS"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "members", Usage: "read further members from `FILE`, one per line (a descriptor path, " +
+			"did:key:…=<multiaddr>, or a did:key alone to allow); SIGHUP reads it again without a restart", EnvVars: []string{"HISTOR_MEMBERS"}}),
 		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "witness-log", Usage: "also witness (cosign) the log `ORIGIN=VKEY` " +
 			"(its checkpoint origin and signed-note verifier key; repeatable)", EnvVars: []string{"HISTOR_WITNESS_LOGS"}}),
 		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "witness", Usage: "submit every checkpoint to the witness `URL=VKEY` " +
@@ -36,6 +38,7 @@ func federationConfig(c *cli.Context, cfg *node.Config) {
 	cfg.P2PListen = c.StringSlice("p2p-listen")
 	cfg.Peers = c.StringSlice("peer")
 	cfg.AllowList = c.StringSlice("allow-observer")
+	cfg.MembersFile = c.String("members")
 	cfg.WitnessLogs = c.StringSlice("witness-log")
 	cfg.Witnesses = c.StringSlice("witness")
 	cfg.WitnessPolicy = c.String("witness-policy")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -14,6 +15,7 @@ import (
 
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/keys"
 	"github.com/histor-observer/histor/log/mtl"
 	"github.com/histor-observer/histor/node"
@@ -50,14 +52,19 @@ func keygenCommand(d deps) *cli.Command {
 	return &cli.Command{
 		Name:      "keygen",
 		Usage:     "write a new node seed and print the public keys derived from it",
-		UsageText: "histor keygen --out FILE [--origin NAME] [--witness-name NAME]",
+		UsageText: "histor keygen --out FILE [--origin NAME] [--witness-name NAME] [--descriptor FILE [--p2p-listen MULTIADDR]... [--public-url URL]]",
 		Description: "Writes 32 random bytes to FILE (mode 0600; an existing file is never replaced) and prints, " +
-			"one per line, the log's did:key, the log's signed-note verifier key under --origin and the witness's " +
-			"cosignature/v1 verifier key under --witness-name.",
+			"one per line, the log's did:key, the log's signed-note verifier key under --origin, the witness's " +
+			"cosignature/v1 verifier key under --witness-name and the gossip host's libp2p peer ID. With --descriptor " +
+			"it also writes the signed observer descriptor a node with this seed and these flags writes at start, so " +
+			"peers can list it before the node first runs.",
 		Flags: []cli.Flag{
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "out", Usage: "write the seed to `FILE`; required", EnvVars: []string{"HISTOR_KEYGEN_OUT"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "origin", Value: node.DefaultLogOrigin, Usage: "the log's `NAME` (checkpoint origin), as serve --origin", EnvVars: []string{"HISTOR_ORIGIN"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "witness-name", Usage: "the witness key's `NAME` (default: the origin with /log replaced by /witness)", EnvVars: []string{"HISTOR_WITNESS_NAME"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "descriptor", Usage: "also write the signed observer descriptor to `FILE`", EnvVars: []string{"HISTOR_KEYGEN_DESCRIPTOR"}}),
+			altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "p2p-listen", Usage: "the descriptor's gossip `MULTIADDR`, as serve --p2p-listen (repeatable)", EnvVars: []string{"HISTOR_P2P_LISTEN"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "public-url", Usage: "the descriptor's https `URL`, as serve --public-url", EnvVars: []string{"HISTOR_PUBLIC_URL"}}),
 		},
 		Action: func(c *cli.Context) error {
 			out := c.String("out")
@@ -65,17 +72,37 @@ func keygenCommand(d deps) *cli.Command {
 				return usageError(errors.New("keygen: --out FILE is required"))
 			}
 			// The names are checked by the rules a node started with this seed will apply.
-			names := node.Config{DataDir: filepath.Dir(out), LogOrigin: c.String("origin"), WitnessName: c.String("witness-name")}
-			if err := names.Validate(); err != nil {
+			cfg := node.Config{DataDir: filepath.Dir(out), SeedFile: out, LogOrigin: c.String("origin"), WitnessName: c.String("witness-name"),
+				P2PListen: c.StringSlice("p2p-listen"), PublicURL: c.String("public-url")}
+			if err := cfg.Validate(); err != nil {
 				return usageError(fmt.Errorf("keygen: %w", err))
 			}
 			seed, err := keys.Generate(out)
 			if err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("keygen: %w", err)}
 			}
-			return printKeys(d.stdio.Out, seed, names.LogOrigin, names.WitnessName)
+			if err := printKeys(d.stdio.Out, seed, cfg.LogOrigin, cfg.WitnessName); err != nil {
+				return err
+			}
+			if path := c.String("descriptor"); path != "" {
+				return writeDescriptor(cfg, path)
+			}
+			return nil
 		},
 	}
+}
+
+// writeDescriptor writes the descriptor a node of cfg signs at start to path.
+func writeDescriptor(cfg node.Config, path string) error {
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	n, err := node.New(cfg)
+	if err == nil {
+		_, err = n.WriteDescriptor(path)
+	}
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("keygen: %w", err)}
+	}
+	return nil
 }
 
 // printKeys writes the public identity of seed, one labelled line each.
@@ -90,7 +117,8 @@ func printKeys(w io.Writer, seed *keys.Seed, origin, witness string) error {
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("keygen: %w", err)}
 	}
-	_, err = fmt.Fprintf(w, "did: %s\nlog-vkey: %s\nwitness-vkey: %s\n", did, logVkey, witVkey)
+	peerID := format.PeerIDFromKey(seed.P2PKey().Public().(ed25519.PublicKey))
+	_, err = fmt.Fprintf(w, "did: %s\nlog-vkey: %s\nwitness-vkey: %s\npeer-id: %s\n", did, logVkey, witVkey, peerID)
 	return err
 }
 
