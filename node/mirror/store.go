@@ -34,6 +34,9 @@ const (
 type Config struct {
 	// Dir is the store's Pebble directory, e.g. DataDir/mirror; empty keeps it in memory.
 	Dir string
+	// FS is the filesystem Dir is on; default the operating system's. Tests pass one that
+	// loses unsynced writes or fails operations.
+	FS vfs.FS
 	// MaxLeaves bounds the tree of one observer the mirror keeps (default 50,000,000); a
 	// checkpoint over it is refused with ErrBound.
 	MaxLeaves uint64
@@ -153,7 +156,7 @@ func evidenceKey(sri string) []byte { return []byte("x/" + sri) }
 // Open opens (or creates) the store and loads the state of every observer it mirrors.
 func Open(cfg Config) (*Store, error) {
 	cfg.applyDefaults()
-	opts := &pebble.Options{Logger: quiet{}}
+	opts := &pebble.Options{Logger: quiet{}, FS: cfg.FS}
 	dir := cfg.Dir
 	if dir == "" {
 		opts.FS, dir = vfs.NewMem(), "mirror"
