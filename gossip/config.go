@@ -69,7 +69,8 @@ type Config struct {
 	// Host, when set, is used instead of building one (tests pass a mocknet host); Listen,
 	// the connection gater and libp2p's metrics then do not apply.
 	Host host.Host
-	// Now is the clock for freshness checks; nil means time.Now.
+	// Now is this node's wall clock, answered on ProtoTime and compared with the peers'; nil
+	// means time.Now.
 	Now func() time.Time
 }
 

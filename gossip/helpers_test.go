@@ -50,8 +50,18 @@ func newObserver(t testing.TB, i int) *observer {
 // head signs a head of size n with a root that depends on n and salt only.
 func (o *observer) head(t testing.TB, n uint64, salt byte) (sth, cp []byte) {
 	t.Helper()
+	return o.headAt(t, n, salt, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+}
+
+// futureHead is head of size n signed at time at.
+func (o *observer) futureHead(t testing.TB, n uint64, at time.Time) (sth, cp []byte) {
+	t.Helper()
+	return o.headAt(t, n, 0, at)
+}
+
+func (o *observer) headAt(t testing.TB, n uint64, salt byte, now time.Time) (sth, cp []byte) {
+	t.Helper()
 	root := sha256.Sum256([]byte{byte(n), byte(n >> 8), salt})
-	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	sth, err := format.SignSTH(o.seed.LogKey(), o.did, n, root, now)
 	if err != nil {
 		t.Fatal(err)

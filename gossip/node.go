@@ -47,6 +47,7 @@ type Node struct {
 	// loops holds the loop that keeps each federation peer connected; guarded by loopsMu.
 	loopsMu sync.Mutex
 	loops   map[peer.ID]*peerLoop
+	clocks  clocks
 
 	scoresMu sync.Mutex
 	scores   map[peer.ID]float64 // last peer scores reported by GossipSub; guarded by scoresMu
@@ -75,7 +76,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: c, log: c.Logger, metrics: met, self: self, members: m, heads: newHeads(),
-		topics: map[string]*pubsub.Topic{}, loops: map[peer.ID]*peerLoop{}, scores: map[peer.ID]float64{}}
+		topics: map[string]*pubsub.Topic{}, loops: map[peer.ID]*peerLoop{}, clocks: clocks{last: map[string]Clock{}}, scores: map[peer.ID]float64{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if n.host = c.Host; n.host == nil {
 		if n.host, err = n.buildHost(); err != nil {
@@ -322,6 +323,9 @@ func (n *Node) pullOnce(id peer.ID) error {
 	}
 	if hd != nil {
 		n.report(func() { n.cfg.OnHead(hd) }, n.cfg.OnHead != nil)
+	}
+	if err := n.measureClock(n.ctx, id); err != nil {
+		n.log.Debug("measuring a peer's clock", "peer", id, "err", err)
 	}
 	return nil
 }

@@ -64,6 +64,7 @@ func (n *Node) setHandlers() {
 	h.SetStreamHandler(ProtoConsistency, n.serve(ProtoConsistency, maxRequestBytes, n.serveConsistency))
 	h.SetStreamHandler(ProtoInclusion, n.serve(ProtoInclusion, maxRequestBytes, n.serveInclusion))
 	h.SetStreamHandler(ProtoLabel, n.serve(ProtoLabel, maxRequestBytes, n.serveLabel))
+	h.SetStreamHandler(ProtoTime, n.serve(ProtoTime, 0, n.serveTime))
 	if n.cfg.Fetch != nil {
 		h.SetStreamHandler(ProtoFetch, n.serve(ProtoFetch, maxRequestBytes, n.serveFetch))
 	}

@@ -119,7 +119,8 @@ func (n *Node) publish(ctx context.Context, topic string, data []byte) error {
 }
 
 // republishLoop publishes the latest head again every Republish interval, so a peer that
-// missed it (a partition, a full queue) gets it without asking.
+// missed it (a partition, a full queue) gets it without asking, and measures the connected
+// peers' clocks again (a clock that jumps shows at the next tick).
 func (n *Node) republishLoop() {
 	tick := time.NewTicker(n.cfg.Republish)
 	defer tick.Stop()
@@ -127,6 +128,7 @@ func (n *Node) republishLoop() {
 		if err := n.PublishHead(n.ctx); err != nil && n.ctx.Err() == nil {
 			n.log.Warn("republishing latest head", "err", err)
 		}
+		n.measureClocks()
 		select {
 		case <-n.ctx.Done():
 			return

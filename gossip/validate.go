@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
@@ -26,8 +25,6 @@ const (
 	MaxEvidenceBytes = 48 << 10
 	// maxRPCBytes bounds one pubsub RPC: the largest message with room for its framing.
 	maxRPCBytes = 64 << 10
-	// maxClockSkew is how far in the future a head's or observation's time may be.
-	maxClockSkew = 10 * time.Minute
 )
 
 // msgIDLabel opens every hashed message ID, so the ID can never be confused with another hash
@@ -83,9 +80,8 @@ func (n *Node) checkHead(msg []byte) (result, *Head) {
 	if n.heads.stale(obs.did, sth.TreeSize, msg) {
 		return ignore("stale head"), nil
 	}
-	if sth.Time.After(n.cfg.Now().Add(maxClockSkew)) {
-		return ignore("head from the future"), nil
-	}
+	// A head's time is not checked against this node's clock: heads are ordered by tree
+	// size, and a peer whose clock is off is shown with its offset (ProtoTime), not ignored.
 	hd, err := wire.VerifyHead(msg, obs.pub, obs.origin, obs.witnesses)
 	if err != nil {
 		return reject("%v", err), nil
@@ -116,9 +112,6 @@ func (n *Node) checkObservation(msg []byte) (result, *Observation) {
 	}
 	if obs.self {
 		return ignore("our own observation"), nil
-	}
-	if o.ObservedAt.After(n.cfg.Now().Add(maxClockSkew)) {
-		return ignore("observation from the future"), nil
 	}
 	if o, err = wire.VerifyObservation(msg, obs.pub, obs.origin); err != nil {
 		return reject("%v", err), nil
