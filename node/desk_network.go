@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/histor-observer/histor/gossip"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/desk"
@@ -80,17 +81,38 @@ func policyWords(p *format.Policy, cp []byte) string {
 // checkedObservers are the peers whose heads this node checked, by did,
 // each marked forked when evidence names its origin.
 func (f *federation) checkedObservers(ev []desk.Evidence) []desk.NetworkObserver {
+	var clocks map[string]gossip.Clock
+	if g := f.gos.Load(); g != nil {
+		clocks = g.Clocks()
+	}
 	f.cmu.Lock()
 	out := make([]desk.NetworkObserver, 0, len(f.checked))
 	for did, h := range f.checked {
 		o := desk.NetworkObserver{DID: did, Origin: h.Checkpoint.Origin, HeadSize: h.STH.TreeSize,
 			HeadTime: catalog.FormatTime(h.STH.Time), Cosigners: slices.Clone(h.Cosigners)}
+		if k, ok := clocks[did]; ok {
+			o.Clock = clockWords(k)
+		}
 		o.Forked = slices.ContainsFunc(ev, func(e desk.Evidence) bool { return e.Origin == o.Origin })
 		out = append(out, o)
 	}
 	f.cmu.Unlock()
 	slices.SortFunc(out, func(a, b desk.NetworkObserver) int { return strings.Compare(a.DID, b.DID) })
 	return out
+}
+
+// clockWords says how far a peer's clock was from this node's: in step when the offset is
+// within a second beyond what the round trip leaves unknown.
+func clockWords(k gossip.Clock) string {
+	off, slack := k.Offset, k.RTT/2+time.Second
+	at := " (measured " + catalog.FormatTime(k.At) + ")"
+	switch {
+	case off > slack:
+		return off.Round(time.Second).String() + " ahead of this node's" + at
+	case off < -slack:
+		return (-off).Round(time.Second).String() + " behind this node's" + at
+	}
+	return "in step with this node's, within " + slack.Round(time.Millisecond).String() + at
 }
 
 // cosigners are the names on a signed note's signature lines but the log's

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/histor-observer/histor/gossip"
 
 	"github.com/histor-observer/histor/node/mirror"
 )
@@ -11,14 +14,34 @@ import (
 // serveMirrors answers /api/v1/mirrors: every observer's log this node mirrors, how far,
 // and what the last sync met.
 func (a *api) serveMirrors(w http.ResponseWriter, r *http.Request) {
-	var list []mirror.Status
-	if m := a.fed.mirror.Load(); m != nil {
-		list = m.Statuses()
+	list := []mirrorEntry{}
+	var clocks map[string]gossip.Clock
+	if g := a.fed.gos.Load(); g != nil {
+		clocks = g.Clocks()
 	}
-	if list == nil {
-		list = []mirror.Status{}
+	if m := a.fed.mirror.Load(); m != nil {
+		for _, st := range m.Statuses() {
+			e := mirrorEntry{Status: st}
+			if k, ok := clocks[st.Observer]; ok {
+				e.Clock = &clockJSON{OffsetMs: k.Offset.Milliseconds(), RTTMs: k.RTT.Milliseconds(), MeasuredAt: k.At.UTC().Format(time.RFC3339)}
+			}
+			list = append(list, e)
+		}
 	}
 	a.writeJSON(w, r, map[string]any{"mirrors": list})
+}
+
+// mirrorEntry is one mirror's status and, when measured, its observer's clock offset.
+type mirrorEntry struct {
+	mirror.Status
+	Clock *clockJSON `json:"clock,omitempty"`
+}
+
+// clockJSON is a peer's clock minus this node's, known to within half the round trip.
+type clockJSON struct {
+	OffsetMs   int64  `json:"offsetMs"`
+	RTTMs      int64  `json:"rttMs"`
+	MeasuredAt string `json:"measuredAt"`
 }
 
 // serveMirrorPath answers /mirror/<did>/checkpoint and /mirror/<did>/tile/…: the

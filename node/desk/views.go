@@ -209,7 +209,8 @@ type NetworkObserver struct {
 	HeadSize    uint64
 	HeadTime    string
 	Cosigners   []string
-	Forked      bool // this node holds evidence its log forked
+	Forked      bool   // this node holds evidence its log forked
+	Clock       string // how far its clock is from this node's, when measured
 }
 
 // Evidence is one equivocation bundle this node holds.
