@@ -28,6 +28,10 @@ type Summary struct {
 	Complete bool
 	// Errors counts targets our side failed to process (never the server's doing).
 	Errors int
+	// Changed lists, in commit order, the targets this crawl gave a new label or a status
+	// other than their last: what the node's own observations, its peer view and its events
+	// need to read again. A target attempted with the same outcome as before is not in it.
+	Changed []string
 
 	names map[string]bool // the server names counted in Servers
 }
@@ -54,6 +58,15 @@ func (s *Summary) add(p *prepared) {
 	if p.err != nil {
 		s.Errors++
 	}
+	if id := targetID(p); id != "" && newOutcome(p) {
+		s.Changed = append(s.Changed, id)
+	}
+}
+
+// newOutcome: p gave its target a new label or a status other than its last.
+func newOutcome(p *prepared) bool {
+	next := p.update.Observation
+	return len(p.refs) > 0 || next != nil && (p.prev == nil || p.prev.Status != next.Status)
 }
 
 func (s *Summary) finish(end time.Time) { s.Duration = end.Sub(s.Started) }

@@ -164,17 +164,28 @@ func (n *Node) openCrawls(context.Context) error {
 
 // crawlAndReload is one crawl followed by a reload of the catalog, so the
 // reading API and /check answer from what the crawl just committed, and
-// then this node's observations into the peer view and onto gossip. It
+// then this node's observations into the peer view and onto gossip: of every
+// target after the first crawl of this process, and later of the targets the
+// crawl says it changed (Summary.Changed) alone. It
 // reads the parts when it is made: they outlive every crawl (closeCrawls).
 func (n *Node) crawlAndReload() func(context.Context) (*crawl.Summary, error) {
 	cr, c, logger, st, lg, f := n.cr, n.catalog, n.cfg.Logger, n.state, n.log, n.fed
 	origin, key, ev := n.cfg.LogOrigin, n.id.logKey, n.events
+	first := true // the first crawl of this process gives the view every target once
 	return func(ctx context.Context) (*crawl.Summary, error) {
 		sum, err := cr.Run(ctx)
 		if rerr := c.Reload(); rerr != nil {
 			logger.Error("reloading the catalog after a crawl", "err", rerr)
 		}
-		own, oerr := peers.Own(st, lg, origin, key)
+		var own []peers.Proven
+		var oerr error
+		switch {
+		case first:
+			own, oerr = peers.Own(st, lg, origin, key)
+			first = false
+		case sum != nil:
+			own, oerr = peers.OwnOf(st, lg, sum.Changed, origin, key)
+		}
 		if oerr != nil {
 			logger.Error("making our observations for the peer view", "err", oerr)
 		}

@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/node/catalog"
 )
 
@@ -377,15 +377,7 @@ func (a *api) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 	writeBody(w, "application/json", body)
 }
 
-func encodeJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+func encodeJSON(v any) ([]byte, error) { return canon.MarshalPlain(v) }
 
 // fillTargets sets each log entry's target_id from the crawl state, when
 // the node has one.

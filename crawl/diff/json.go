@@ -2,8 +2,9 @@ package diff
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+
+	"github.com/histor-observer/histor/log/canon"
 )
 
 // MarshalJSON writes the summary of a HISTOR change record (a value
@@ -119,15 +120,7 @@ func (p PathChange) MarshalJSON() ([]byte, error) {
 // change record should read as the server wrote them. (json.Marshal of a
 // Change escapes <, > and & again around these methods; an Encoder with
 // SetEscapeHTML(false) keeps them.)
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+func marshal(v any) ([]byte, error) { return canon.MarshalPlain(v) }
 
 func nonNil[T any](s []T) []T {
 	if s == nil {

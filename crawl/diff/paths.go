@@ -238,11 +238,8 @@ func scalar(v any) string {
 	case nil:
 		return "null"
 	case string:
-		var sb strings.Builder
-		enc := json.NewEncoder(&sb)
-		enc.SetEscapeHTML(false)
-		enc.Encode(x)
-		return strings.TrimSuffix(sb.String(), "\n")
+		b, _ := canon.MarshalPlain(x) // a string always encodes
+		return string(b)
 	case canon.RefusedNumber:
 		return x.Literal
 	case *canon.RefusedNumber:

@@ -28,13 +28,25 @@ func CanonicalizeWith(b []byte, lim Limits) ([]byte, error) {
 // what the caller wrote) and canonicalizes the result, so a Go value is held
 // to exactly the rules a received document is.
 func Marshal(v any) ([]byte, error) {
+	b, err := MarshalPlain(v)
+	if err != nil {
+		return nil, err
+	}
+	return Canonicalize(b)
+}
+
+// MarshalPlain is json.Marshal without HTML escaping: the bytes of every
+// string stay what the caller wrote (a description quoted back reads as its
+// server wrote it, "<" and "&" included). It is not canonical: use Marshal
+// for bytes that are signed or hashed.
+func MarshalPlain(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("encoding json: %w", err)
 	}
-	return Canonicalize(buf.Bytes())
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Encode writes a tree of the types Parse returns (map[string]any, []any,
