@@ -1,10 +1,11 @@
 package crawl
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/internal/promset"
 )
 
 // metrics are the crawl's Prometheus metrics. They are always kept, and
@@ -12,8 +13,7 @@ import (
 // Close: registration is strict, so two crawlers on one registry need it
 // wrapped with a label that tells them apart (the node adds its origin).
 type metrics struct {
-	reg prometheus.Registerer // nil: registered nowhere
-	all []prometheus.Collector
+	set *promset.Set // nil registerer: registered nowhere
 
 	targets  *prometheus.GaugeVec   // by status, of the latest crawl
 	duration prometheus.Histogram   // whole crawls
@@ -42,26 +42,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "histor_crawl_runs_total", Help: "Crawls run, by result (ok or error).",
 		}, []string{"result"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.targets, m.duration, m.labels, m.changes, m.runs} {
-		if err := reg.Register(c); err != nil {
-			m.unregister()
-			return nil, fmt.Errorf("registering crawl metrics: %w", err)
-		}
-		m.reg, m.all = reg, append(m.all, c)
+	var err error
+	if m.set, err = promset.Register(reg, "crawl metrics", m.targets, m.duration, m.labels, m.changes, m.runs); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
 
 // unregister removes the registered metrics from the registry, once.
-func (m *metrics) unregister() {
-	for _, c := range m.all {
-		m.reg.Unregister(c)
-	}
-	m.all = nil
-}
+func (m *metrics) unregister() { m.set.Unregister() }
 
 // record adds one finished crawl.
 func (m *metrics) record(sum *Summary, err error) {

@@ -5,6 +5,8 @@ import (
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/internal/promset"
 )
 
 // metrics are the histor_gossip_* series; a nil *metrics records nothing.
@@ -32,10 +34,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Request/response exchanges served, by protocol and status.",
 		}, []string{"protocol", "status"}),
 	}
-	for _, c := range []prometheus.Collector{m.messages, m.pulls, m.requests} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering gossip metrics: %w", err)
-		}
+	if _, err := promset.Register(reg, "gossip metrics", m.messages, m.pulls, m.requests); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

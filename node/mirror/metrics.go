@@ -1,10 +1,6 @@
 package mirror
 
-import (
-	"errors"
-
-	"github.com/prometheus/client_golang/prometheus"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
 	syncs      *prometheus.CounterVec
@@ -37,24 +33,4 @@ func newMetrics() *metrics {
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.syncs, m.refused, m.entries, m.bytes, m.forks, m.unreadable, m.pending}
-}
-
-func (m *metrics) register(r prometheus.Registerer) error {
-	var errs []error
-	for _, c := range m.collectors() {
-		if err := r.Register(c); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		m.unregister(r)
-		return err
-	}
-	return nil
-}
-
-func (m *metrics) unregister(r prometheus.Registerer) {
-	for _, c := range m.collectors() {
-		r.Unregister(c)
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/histor-observer/histor/internal/promset"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"
 )
@@ -87,10 +88,11 @@ func (c *Config) applyDefaults() {
 // Store is the mirrors of every followed observer's log. It is safe for concurrent use; one
 // Sync of an observer runs at a time, while its mirror is served.
 type Store struct {
-	cfg     Config
-	db      *pebble.DB
-	metrics *metrics
-	close   sync.Once
+	cfg       Config
+	db        *pebble.DB
+	metrics   *metrics
+	metricSet *promset.Set
+	close     sync.Once
 
 	mu   sync.RWMutex
 	logs map[string]*mlog // by did:key; guarded by mu
@@ -169,10 +171,8 @@ func Open(cfg Config) (*Store, error) {
 	if err := s.load(); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
-	if cfg.Registerer != nil {
-		if err := s.metrics.register(cfg.Registerer); err != nil {
-			return nil, errors.Join(err, db.Close())
-		}
+	if s.metricSet, err = promset.Register(cfg.Registerer, "mirror metrics", s.metrics.collectors()...); err != nil {
+		return nil, errors.Join(err, db.Close())
 	}
 	return s, nil
 }
@@ -181,9 +181,7 @@ func Open(cfg Config) (*Store, error) {
 func (s *Store) Close() error {
 	var err error
 	s.close.Do(func() {
-		if s.cfg.Registerer != nil {
-			s.metrics.unregister(s.cfg.Registerer)
-		}
+		s.metricSet.Unregister()
 		if err = s.db.Close(); err != nil {
 			err = fmt.Errorf("closing mirror store: %w", err)
 		}

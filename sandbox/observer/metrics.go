@@ -1,10 +1,9 @@
 package observer
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/histor-observer/histor/internal/promset"
 	"github.com/histor-observer/histor/sandbox"
 )
 
@@ -27,13 +26,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "histor_sandbox_observations_running", Help: "Observations holding a slot now.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.observations, m.seconds, m.running} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering observer metrics: %w", err)
-		}
+	if _, err := promset.Register(reg, "observer metrics", m.observations, m.seconds, m.running); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

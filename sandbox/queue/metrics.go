@@ -1,9 +1,9 @@
 package queue
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/internal/promset"
 )
 
 // Reasons a result is rejected, the values of the reason label.
@@ -18,7 +18,7 @@ const (
 )
 
 type metrics struct {
-	reg      prometheus.Registerer
+	set      *promset.Set
 	all      []prometheus.Collector
 	enqueued prometheus.Counter
 	done     prometheus.Counter
@@ -28,7 +28,6 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer, depth func() float64) (*metrics, error) {
 	m := &metrics{
-		reg: reg,
 		enqueued: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "histor_queue_jobs_enqueued_total", Help: "Jobs queued (duplicates not counted).",
 		}),
@@ -46,20 +45,12 @@ func newMetrics(reg prometheus.Registerer, depth func() float64) (*metrics, erro
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "histor_queue_depth", Help: "Jobs in the jobs stream: queued, running or awaiting redelivery.",
 		}, depth)}
-	for i, c := range m.all {
-		if err := reg.Register(c); err != nil {
-			for _, r := range m.all[:i] {
-				reg.Unregister(r)
-			}
-			return nil, fmt.Errorf("registering queue metrics: %w", err)
-		}
+	var err error
+	if m.set, err = promset.Register(reg, "queue metrics", m.all...); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
 
 // unregister frees the names so a reopened queue can register again.
-func (m *metrics) unregister() {
-	for _, c := range m.all {
-		m.reg.Unregister(c)
-	}
-}
+func (m *metrics) unregister() { m.set.Unregister() }

@@ -1,6 +1,10 @@
 package trap
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/internal/promset"
+)
 
 // metrics are shared by a Pool's networks. Nil fields are never touched.
 type metrics struct {
@@ -21,13 +25,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "histor_trap_handlers", Help: "TCP trap handlers running now, all networks.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.records, m.overloaded, m.handlers} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if _, err := promset.Register(reg, "trap metrics", m.records, m.overloaded, m.handlers); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -2,17 +2,17 @@ package submit
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/internal/promset"
 )
 
 // metrics are the Submitter's histor_witness_submit_* series, labelled by the witness's
 // key name (ParseWitnesses keeps them distinct). A nil *metrics records nothing.
 type metrics struct {
-	reg         prometheus.Registerer
-	all         []prometheus.Collector
+	set         *promset.Set
 	requests    *prometheus.CounterVec
 	requestSecs *prometheus.HistogramVec
 	submitSecs  *prometheus.HistogramVec
@@ -28,7 +28,6 @@ func newMetrics(reg prometheus.Registerer, ws []Witness) (*metrics, error) {
 		return nil, nil
 	}
 	m := &metrics{
-		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "histor_witness_submit_requests_total",
 			Help: "add-checkpoint requests made, by witness and HTTP status (\"error\" when no answer came).",
@@ -64,13 +63,10 @@ func newMetrics(reg prometheus.Registerer, ws []Witness) (*metrics, error) {
 			Help: "Size of the newest checkpoint whose cosignatures met the policy's quorum.",
 		}),
 	}
-	m.all = []prometheus.Collector{m.requests, m.requestSecs, m.submitSecs, m.inconsist, m.acked, m.latestSize, m.latestSigs, m.witnessed}
-	for i, c := range m.all {
-		if err := reg.Register(c); err != nil {
-			m.all = m.all[:i]
-			m.unregister()
-			return nil, fmt.Errorf("registering witness submission metrics: %w", err)
-		}
+	var err error
+	if m.set, err = promset.Register(reg, "witness submission metrics",
+		m.requests, m.requestSecs, m.submitSecs, m.inconsist, m.acked, m.latestSize, m.latestSigs, m.witnessed); err != nil {
+		return nil, err
 	}
 	for _, w := range ws {
 		// Present from the start, so a witness that never answers shows as 0.
@@ -81,11 +77,8 @@ func newMetrics(reg prometheus.Registerer, ws []Witness) (*metrics, error) {
 }
 
 func (m *metrics) unregister() {
-	if m == nil {
-		return
-	}
-	for _, c := range m.all {
-		m.reg.Unregister(c)
+	if m != nil {
+		m.set.Unregister()
 	}
 }
 
