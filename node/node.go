@@ -60,6 +60,10 @@ type Node struct {
 
 	fed *federation // the federation's keys and parts (federation.go)
 
+	// ready is closed (once, by readyOnce) when Serve first answers on its listener.
+	ready     chan struct{}
+	readyOnce sync.Once
+
 	events   *eventParts // security events and their derivation (events.go); nil until Open
 	webhooks *webhooks   // webhook deliveries (webhook.go); nil without subscriptions
 	// receipts is the receipts log (receipts.go); nil until Open; guarded
@@ -86,7 +90,8 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	fed := newFederation(seed, cfg.Logger)
-	return &Node{cfg: cfg, id: id, metrics: newHTTPMetrics(), slots: make(chan struct{}, cfg.MaxInFlight), fed: fed}, nil
+	return &Node{cfg: cfg, id: id, metrics: newHTTPMetrics(), slots: make(chan struct{}, cfg.MaxInFlight), fed: fed,
+		ready: make(chan struct{})}, nil
 }
 
 func loadOrGenerateSeed(path string, logger *slog.Logger) (*keys.Seed, error) {
@@ -215,6 +220,7 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(ln) }()
 	n.cfg.Logger.Info("serving", "addr", ln.Addr().String(), "origin", n.cfg.LogOrigin, "did", n.id.did,
 		"profile", n.cfg.Profile, "crawl_interval", n.cfg.CrawlInterval)
+	n.readyOnce.Do(func() { close(n.ready) })
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving http: %w", err)
@@ -227,6 +233,10 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return nil
 }
+
+// Ready is closed once Serve answers requests on its listener: the node is open and
+// listening (its listener accepted connections before that, queued by the kernel).
+func (n *Node) Ready() <-chan struct{} { return n.ready }
 
 // CrawlOnce opens the node's parts, runs one crawl in the foreground
 // (appending its labels and signing a head), and closes the parts again. It

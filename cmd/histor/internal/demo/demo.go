@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -100,7 +99,7 @@ type observer struct {
 	httpAddr  string
 	p2pPort   int
 	localAddr netip.Addr
-	ids       identity
+	did       string // set by federate
 	cfg       node.Config
 }
 
@@ -154,10 +153,6 @@ func plan(cfg Config, data string) ([]observer, error) {
 		o.httpAddr = fmt.Sprintf("127.0.0.1:%d", cfg.HTTPBase+i)
 		o.p2pPort = cfg.HTTPBase + p2pOffset + i
 		o.localAddr = netip.AddrFrom4([4]byte{127, 0, 0, byte(o.n)})
-		var err error
-		if o.ids, err = loadIdentity(o.dir); err != nil {
-			return nil, err
-		}
 	}
 	return obs, nil
 }
@@ -187,11 +182,13 @@ func runObservers(ctx context.Context, cfg Config, obs []observer, fx *fixture, 
 	defer cancel()
 	errs := make([]error, len(obs))
 	var wg sync.WaitGroup
+	nodes := make([]*node.Node, len(obs))
 	for i := range obs {
 		n, err := node.New(obs[i].cfg)
 		if err != nil {
 			return fmt.Errorf("observer %d: %w", obs[i].n, err)
 		}
+		nodes[i] = n
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -201,7 +198,7 @@ func runObservers(ctx context.Context, cfg Config, obs []observer, fx *fixture, 
 			}
 		}()
 	}
-	if err := waitReady(ctx, obs, cfg.Ready); err != nil {
+	if err := waitReady(ctx, nodes, cfg.Ready); err != nil {
 		cancel()
 		wg.Wait()
 		return errors.Join(append(errs, err)...)
@@ -213,32 +210,16 @@ func runObservers(ctx context.Context, cfg Config, obs []observer, fx *fixture, 
 	return errors.Join(errs...)
 }
 
-// waitReady polls every observer's /health until each answers 200, for up to limit.
-func waitReady(ctx context.Context, obs []observer, limit time.Duration) error {
+// waitReady waits until every node serves, for up to limit.
+func waitReady(ctx context.Context, nodes []*node.Node, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	client := &http.Client{Timeout: time.Second}
-	for _, o := range obs {
-		for !healthy(ctx, client, "http://"+o.httpAddr+"/health") {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("observer %d did not answer /health within %s", o.n, limit)
-			case <-time.After(50 * time.Millisecond):
-			}
+	for i, n := range nodes {
+		select {
+		case <-n.Ready():
+		case <-ctx.Done():
+			return fmt.Errorf("observer %d was not serving within %s", i+1, limit)
 		}
 	}
 	return nil
-}
-
-func healthy(ctx context.Context, client *http.Client, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }

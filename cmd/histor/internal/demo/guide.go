@@ -13,7 +13,7 @@ func guide(out io.Writer, cfg Config, obs []observer, fx *fixture) {
 	p("")
 	for _, o := range obs {
 		p("  observer %d  http://%s   libp2p %s, %s   dials from %s", o.n, o.httpAddr, o.tcpAddr(), o.quicAddr(), o.localAddr)
-		p("              %s   data %s", o.ids.did, o.dir)
+		p("              %s   data %s", o.did, o.dir)
 	}
 	p("")
 	p("  registry    %s/v0.1/servers", fx.registryURL)
