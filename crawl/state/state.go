@@ -20,6 +20,7 @@ import (
 	"github.com/cockroachdb/pebble"
 
 	"github.com/histor-observer/histor/crawl/registry"
+	"github.com/histor-observer/histor/internal/pebblelog"
 )
 
 // ErrNotFound is returned when a key holds no record.
@@ -217,7 +218,7 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietPebble{}})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebblelog.Quiet{}})
 	if err != nil {
 		return nil, fmt.Errorf("opening crawl state %s: %w", dir, err)
 	}
@@ -230,13 +231,4 @@ func (s *Store) Close() error {
 		return fmt.Errorf("closing crawl state: %w", err)
 	}
 	return nil
-}
-
-// quietPebble keeps Pebble's informational chatter out of the crawl's logs.
-type quietPebble struct{}
-
-func (quietPebble) Infof(string, ...any)  {}
-func (quietPebble) Errorf(string, ...any) {}
-func (quietPebble) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf(format, args...))
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble"
+
+	"github.com/histor-observer/histor/internal/pebblelog"
 )
 
 // ErrNotFound is returned by Meta when a key holds nothing.
@@ -48,7 +50,7 @@ type Store struct {
 
 // Open opens (or creates) the event database in dir.
 func Open(dir string) (*Store, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quiet{}})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebblelog.Quiet{}})
 	if err != nil {
 		return nil, fmt.Errorf("opening events %s: %w", dir, err)
 	}
@@ -276,13 +278,4 @@ func (s *Store) EachMeta(prefix string, fn func(name string, v []byte) error) er
 		}
 	}
 	return it.Error()
-}
-
-// quiet keeps Pebble's informational chatter out of the node's logs.
-type quiet struct{}
-
-func (quiet) Infof(string, ...any)  {}
-func (quiet) Errorf(string, ...any) {}
-func (quiet) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf(format, args...))
 }

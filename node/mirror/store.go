@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/histor-observer/histor/internal/pebblelog"
 	"github.com/histor-observer/histor/internal/promset"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"
@@ -158,7 +159,7 @@ func evidenceKey(sri string) []byte { return []byte("x/" + sri) }
 // Open opens (or creates) the store and loads the state of every observer it mirrors.
 func Open(cfg Config) (*Store, error) {
 	cfg.applyDefaults()
-	opts := &pebble.Options{Logger: quiet{}, FS: cfg.FS}
+	opts := &pebble.Options{Logger: pebblelog.Quiet{}, FS: cfg.FS}
 	dir := cfg.Dir
 	if dir == "" {
 		opts.FS, dir = vfs.NewMem(), "mirror"
@@ -323,13 +324,4 @@ func (s *Store) Size(did string) uint64 {
 		return l.snapshot().Size
 	}
 	return 0
-}
-
-// quiet keeps Pebble's informational chatter out of the node's logs.
-type quiet struct{}
-
-func (quiet) Infof(string, ...any)  {}
-func (quiet) Errorf(string, ...any) {}
-func (quiet) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf(format, args...))
 }

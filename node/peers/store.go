@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/histor-observer/histor/gossip/wire"
+	"github.com/histor-observer/histor/internal/pebblelog"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/node/mirror"
 )
@@ -97,7 +98,7 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Self == "" {
 		return nil, errors.New("opening peer store: Self is required")
 	}
-	opts := &pebble.Options{Logger: quiet{}}
+	opts := &pebble.Options{Logger: pebblelog.Quiet{}}
 	dir := cfg.Dir
 	if dir == "" {
 		opts.FS, dir = vfs.NewMem(), "peers"
@@ -375,13 +376,4 @@ func (s *Store) kept(server string) []summary {
 	}
 	slices.SortFunc(out, func(a, b summary) int { return strings.Compare(a.Observer, b.Observer) })
 	return out
-}
-
-// quiet keeps Pebble's informational chatter out of the node's logs.
-type quiet struct{}
-
-func (quiet) Infof(string, ...any)  {}
-func (quiet) Errorf(string, ...any) {}
-func (quiet) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf(format, args...))
 }
