@@ -148,8 +148,42 @@ func configBefore(flags []cli.Flag) cli.BeforeFunc {
 		if err := altsrc.ApplyInputSourceValues(c, src, flags); err != nil {
 			return usageError(fmt.Errorf("reading --config %s: %w", c.String(configFlag), err))
 		}
-		return nil
+		return checkPathFlags(c, flags)
 	}
+}
+
+// usagePlaceholder is the `NAME` a flag's usage text gives its value, as the help prints it.
+func usagePlaceholder(usage string) string {
+	_, rest, ok := strings.Cut(usage, "`")
+	if !ok {
+		return ""
+	}
+	name, _, ok := strings.Cut(rest, "`")
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+// checkPathFlags refuses a FILE or DIR flag whose value starts with "-": in "--rootfs
+// --skip-root-check" the next flag was taken as the path, and a folder of that name was made.
+// A path that really starts with "-" can be given as ./-name.
+func checkPathFlags(c *cli.Context, flags []cli.Flag) error {
+	for _, f := range flags {
+		df, ok := f.(cli.DocGenerationFlag)
+		if !ok {
+			continue
+		}
+		placeholder := usagePlaceholder(df.GetUsage())
+		if placeholder != "FILE" && placeholder != "DIR" {
+			continue
+		}
+		name := f.Names()[0]
+		if v := c.String(name); strings.HasPrefix(v, "-") {
+			return usageError(fmt.Errorf("--%s %q: a %s that starts with \"-\" looks like a flag given no value; write ./%s if it is meant", name, v, placeholder, v))
+		}
+	}
+	return nil
 }
 
 // configSource opens the --config file, if any, for altsrc. A key that names no flag of any

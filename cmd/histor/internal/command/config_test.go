@@ -106,6 +106,9 @@ func TestInvalidConfigIsRefusedBeforeStarting(t *testing.T) {
 		"misspelt key":      {"--config", writeConfig(t, "dta = \"/d\"\n"), "serve", "--data", "/d"},
 		"wrong type":        {"--config", writeConfig(t, "max-entries = \"many\"\n"), "serve", "--data", "/d"},
 		"unknown command":   {"serv"},
+		"flag as data dir":  {"serve", "--data", "--profile", "prod"},
+		"flag as rootfs":    {"sandbox", "npm:x@1.0.0", "--rootfs", "--skip-root-check"},
+		"flag as members":   {"serve", "--data", "/d", "--members", "-x"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -120,6 +123,11 @@ func TestInvalidConfigIsRefusedBeforeStarting(t *testing.T) {
 				t.Error("nothing on stderr says what is wrong")
 			}
 		})
+	}
+	for _, p := range []string{"--profile", "--skip-root-check", "-x"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("a flag taken as a path made %q", p)
+		}
 	}
 }
 
