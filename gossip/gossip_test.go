@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
@@ -114,11 +117,43 @@ func TestProtocols(t *testing.T) {
 	}
 }
 
+// countingLog counts the requests a peer's questions reach.
+type countingLog struct {
+	*fakeLog
+	calls atomic.Int64
+}
+
+func (l *countingLog) ConsistencyProof(first, second uint64) ([][32]byte, error) {
+	l.calls.Add(1)
+	return l.fakeLog.ConsistencyProof(first, second)
+}
+
+func (l *countingLog) InclusionProof(index, size uint64) ([][32]byte, error) {
+	l.calls.Add(1)
+	return l.fakeLog.InclusionProof(index, size)
+}
+
+func (l *countingLog) Label(id string) (uint64, []byte, error) {
+	l.calls.Add(1)
+	return l.fakeLog.Label(id)
+}
+
 // TestOutsiderRefused: a host that is no federation peer gets no answer from any protocol,
-// even where no gater runs (mocknet).
+// even where no gater runs (mocknet), and none of its requests reaches the log, the witness
+// or the fetch handler. A member asking the same questions is answered, so a node that
+// answered no one would fail here.
 func TestOutsiderRefused(t *testing.T) {
-	c := newCluster(t, 1, nil)
-	c.logs[0].set(c.obs[0].head(t, 1, 0))
+	var reached atomic.Int64
+	log := &countingLog{fakeLog: &fakeLog{}}
+	c := newCluster(t, 2, func(i int, cfg *Config) {
+		if i != 0 {
+			return
+		}
+		cfg.Log = log
+		cfg.AddCheckpoint = func(context.Context, string, []byte) (int, []byte) { reached.Add(1); return 200, []byte("ok") }
+		cfg.Fetch = func(context.Context, string, string) (int, []byte) { reached.Add(1); return 200, []byte("ok") }
+	})
+	log.set(c.obs[0].head(t, 1, 0))
 	c.start(t)
 	stranger := newObserver(t, 9)
 	sh := mockHost(t, c.mn, stranger, 9)
@@ -128,16 +163,38 @@ func TestOutsiderRefused(t *testing.T) {
 	if _, err := c.mn.ConnectPeers(sh.ID(), c.hosts[0].ID()); err != nil {
 		t.Fatal(err)
 	}
-	for _, proto := range []protocol.ID{ProtoHead, ProtoDescriptor, ProtoConsistency, ProtoLabel} {
-		s, err := sh.NewStream(context.Background(), c.hosts[0].ID(), proto)
+	requests := map[protocol.ID]string{
+		ProtoHead: "", ProtoDescriptor: "", ProtoTime: "",
+		ProtoConsistency: "1 2\n", ProtoInclusion: "0 1\n", ProtoLabel: "urn:uuid:1\n",
+		ProtoFetch: "/log/checkpoint\n", ProtoAddCheckpoint: "old 0\n\n",
+	}
+	ask := func(h host.Host, proto protocol.ID) ([]byte, error) {
+		s, err := h.NewStream(context.Background(), c.hosts[0].ID(), proto)
 		if err != nil {
-			continue
+			t.Fatalf("%s: opening a stream: %v", proto, err)
 		}
-		s.Write([]byte("1 2\n"))
+		s.SetDeadline(time.Now().Add(5 * time.Second))
+		s.Write([]byte(requests[proto]))
 		s.CloseWrite()
-		b, err := io.ReadAll(s)
-		if err == nil || len(b) > 0 {
+		return io.ReadAll(s)
+	}
+	for proto := range requests {
+		if b, err := ask(sh, proto); err == nil || len(b) > 0 {
 			t.Errorf("%s answered a stranger: %q, %v", proto, b, err)
 		}
+	}
+	if n := log.calls.Load() + reached.Load(); n != 0 {
+		t.Errorf("%d of a stranger's requests reached a handler", n)
+	}
+	eventually(t, "the member connected", 10*time.Second, func() bool {
+		return c.hosts[1].Network().Connectedness(c.hosts[0].ID()) == network.Connected
+	})
+	for proto := range requests {
+		if b, err := ask(c.hosts[1], proto); err != nil || len(b) == 0 {
+			t.Errorf("%s gave a member no answer: %q, %v", proto, b, err)
+		}
+	}
+	if log.calls.Load() != 3 || reached.Load() != 2 {
+		t.Errorf("a member reached the log %d times (want 3) and the witness and fetch %d (want 2)", log.calls.Load(), reached.Load())
 	}
 }

@@ -46,12 +46,25 @@ func TestPidsLimit(t *testing.T) {
 		t.Skip("slow: forks until the limit")
 	}
 	rt := newTestRuntime(t)
-	r := testRun(t, "/bin/sh", "-c", "for i in $(seq 200); do sleep 100 & done 2>/dev/null; ls /proc | grep -c '^[0-9]'")
+	// "started" proves the shell ran inside the sandbox: a sandbox that never started prints
+	// nothing and must not pass as a fork that failed.
+	r := testRun(t, "/bin/sh", "-c", "echo started; for i in $(seq 200); do sleep 100 & done 2>/dev/null; echo count $(ls /proc | grep -c '^[0-9]')")
 	r.Limits.Pids = 32
 	res := runIn(t, rt, r, 30*time.Second)
-	// Either the shell died when fork failed (dash exits 2), or it counted.
-	n, err := strconv.Atoi(strings.TrimSpace(res.stdout))
-	if err != nil && (res.stdout != "" || res.exit.Code == 0) {
+	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	if lines[0] != "started" {
+		t.Fatalf("stdout %q, stderr %q, exit %+v: the shell never ran in the sandbox", res.stdout, res.stderr, res.exit)
+	}
+	// Either the shell died when fork failed (dash exits 2), or it counted what ran.
+	n := -1
+	if len(lines) == 2 {
+		c, ok := strings.CutPrefix(lines[1], "count ")
+		v, err := strconv.Atoi(c)
+		if !ok || err != nil {
+			t.Fatalf("stdout %q: not a count", res.stdout)
+		}
+		n = v
+	} else if len(lines) != 1 || res.exit.Code == 0 {
 		t.Fatalf("stdout %q, exit %+v: neither a count nor a failed fork", res.stdout, res.exit)
 	}
 	if n > 32 {

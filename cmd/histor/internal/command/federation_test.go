@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/format"
@@ -18,21 +19,24 @@ import (
 	"github.com/histor-observer/histor/node"
 )
 
-// selfWitnessingNode serves a node whose witness witnesses another log, so it keeps evidence
-// about its own log too; it returns the URL, the seed and the origin.
-func selfWitnessingNode(t *testing.T, other string) (string, *keys.Seed, string) {
+// testSeed is a seed made from a name, so a test can know a node's keys before it starts.
+func testSeed(t *testing.T, dir, name string) *keys.Seed {
 	t.Helper()
-	sum := sha256.Sum256([]byte("audit federation test"))
+	sum := sha256.Sum256([]byte(name))
 	seed, err := keys.NewSeed(sum[:])
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "seed"), sum[:], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	const origin = "audited.test/log"
-	n, err := node.New(node.Config{DataDir: dir, LogOrigin: origin, WitnessLogs: []string{other}})
+	return seed
+}
+
+// serveConfig opens a node on cfg and serves its API; it returns the node and its URL.
+func serveConfig(t *testing.T, cfg node.Config) (*node.Node, string) {
+	t.Helper()
+	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,13 +44,36 @@ func selfWitnessingNode(t *testing.T, other string) (string, *keys.Seed, string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
+	srv := httptest.NewServer(n.Handler())
+	t.Cleanup(srv.Close)
+	return n, srv.URL
+}
+
+// selfWitnessingNode serves a node whose witness witnesses another log, so it keeps evidence
+// about its own log too, and which submits its checkpoints to a witness node of its own
+// (name w.test/witness); it returns the URL, the seed, the origin and that witness's key.
+func selfWitnessingNode(t *testing.T, other string) (string, *keys.Seed, string, string) {
+	t.Helper()
+	const origin = "audited.test/log"
+	dir := t.TempDir()
+	seed := testSeed(t, dir, "audit federation test")
+	logVkey, err := keys.NoteVerifierKey(origin, seed.LogKey().Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wdir := t.TempDir()
+	wseed := testSeed(t, wdir, "audit federation witness")
+	witVkey, err := keys.CosignatureVerifierKey("w.test/witness", wseed.WitnessKey().Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, wurl := serveConfig(t, node.Config{DataDir: wdir, LogOrigin: "w.test/log", WitnessLogs: []string{origin + "=" + logVkey}})
+	n, url := serveConfig(t, node.Config{DataDir: dir, LogOrigin: origin, WitnessLogs: []string{other}, Witnesses: []string{wurl + "=" + witVkey}})
 	entry := hlog.Entry{ID: "urn:uuid:00000000-0000-4000-8000-000000000001", Label: []byte(`{"n":1}`)}
 	if _, err := n.Log().Append(context.Background(), []hlog.Entry{entry}, nil); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(n.Handler())
-	t.Cleanup(srv.Close)
-	return srv.URL, seed, origin
+	return url, seed, origin, witVkey
 }
 
 // otherLog is the ORIGIN=VKEY of a log nobody runs.
@@ -70,23 +97,37 @@ func writePolicy(t *testing.T, text string) string {
 // TestAuditPolicyAndEvidence: --policy passes a checkpoint its quorum cosigned and fails one
 // it did not; a log that serves evidence of its own fork fails the audit.
 func TestAuditPolicyAndEvidence(t *testing.T) {
-	url, seed, origin := selfWitnessingNode(t, otherLog(t))
+	url, seed, origin, witVkey := selfWitnessingNode(t, otherLog(t))
 	logVkey, err := keys.NoteVerifierKey(origin, seed.LogKey().Public().(ed25519.PublicKey))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, witPub, _ := ed25519.GenerateKey(nil)
-	witVkey, err := keys.CosignatureVerifierKey("absent.test/witness", witPub.Public().(ed25519.PublicKey))
+	absentPub, _, _ := ed25519.GenerateKey(nil)
+	absentVkey, err := keys.CosignatureVerifierKey("absent.test/witness", absentPub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	none := writePolicy(t, "log "+logVkey+"\nquorum none\n")
-	absent := writePolicy(t, "log "+logVkey+"\nwitness w "+witVkey+"\nquorum w\n")
-	if code, out, stderr := runCLI("audit", url, "--policy", none); code != 0 {
-		t.Fatalf("quorum none: exit %d: %s%s", code, out, stderr)
+	cosigned := writePolicy(t, "log "+logVkey+"\nwitness w "+witVkey+"\nquorum w\n")
+	absent := writePolicy(t, "log "+logVkey+"\nwitness a "+absentVkey+"\nquorum a\n")
+	both := writePolicy(t, "log "+logVkey+"\nwitness w "+witVkey+"\nwitness a "+absentVkey+"\ngroup g 2 w a\nquorum g\n")
+	// The node submits its checkpoint to w as it appends; the audit passes once w's
+	// cosignature is on /log/checkpoint.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, out, stderr := runCLI("audit", url, "--policy", cosigned)
+		if code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a checkpoint its quorum's witness cosigned: exit %d: %s%s", code, out, stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if code, _, stderr := runCLI("audit", url, "--policy", absent); code != 1 || !strings.Contains(stderr, "witnessed") {
 		t.Errorf("a witness that never cosigned: exit %d, %q; want 1", code, stderr)
+	}
+	if code, _, stderr := runCLI("audit", url, "--policy", both); code != 1 || !strings.Contains(stderr, "witnessed") {
+		t.Errorf("one cosignature of a quorum of two: exit %d, %q; want 1", code, stderr)
 	}
 	if code, _, _ := runCLI("audit", url, "--policy", filepath.Join(t.TempDir(), "missing")); code == 0 || code == 1 {
 		t.Errorf("a missing policy file: exit %d, want a usage error", code)
