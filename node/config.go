@@ -76,6 +76,14 @@ type Config struct {
 	// MaxHeaderBytes bounds a request's header. Default 16 KiB.
 	MaxHeaderBytes int
 
+	// LingerBytes and LingerTimeout bound the reading and discarding of what
+	// an answer left unread of a request body (a /check body beyond its 2 MiB,
+	// say), so that a client that writes its whole body before it reads meets
+	// the answer, not a reset: at most LingerBytes (0..1 GiB) more, for at
+	// most LingerTimeout. Defaults 16 MiB and 5s.
+	LingerBytes   int64
+	LingerTimeout time.Duration
+
 	// MaxInFlight is the most requests the API works on at once, 1..65536;
 	// one more is answered 503 with Retry-After at once rather than queued.
 	// Default 64.
@@ -258,6 +266,8 @@ const (
 	MaxMaxInFlight     = 1 << 16
 
 	DefaultMaxHeaderBytes    = 16 << 10
+	DefaultLingerBytes       = 16 << 20
+	DefaultLingerTimeout     = 5 * time.Second
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultReadTimeout       = 10 * time.Second
 	DefaultWriteTimeout      = 30 * time.Second
@@ -348,6 +358,10 @@ func (c *Config) applyDefaults() {
 	def(&c.WriteTimeout, DefaultWriteTimeout)
 	def(&c.IdleTimeout, DefaultIdleTimeout)
 	def(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	def(&c.LingerTimeout, DefaultLingerTimeout)
+	if c.LingerBytes == 0 {
+		c.LingerBytes = DefaultLingerBytes
+	}
 	if c.MaxHeaderBytes == 0 {
 		c.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
@@ -420,6 +434,7 @@ func (c *Config) checkLimits() error {
 	for name, d := range map[string]time.Duration{
 		"ReadHeaderTimeout": c.ReadHeaderTimeout, "ReadTimeout": c.ReadTimeout,
 		"WriteTimeout": c.WriteTimeout, "IdleTimeout": c.IdleTimeout, "ShutdownTimeout": c.ShutdownTimeout,
+		"LingerTimeout": c.LingerTimeout,
 	} {
 		if d < 0 {
 			return fmt.Errorf("config: %s must not be negative", name)
@@ -427,6 +442,9 @@ func (c *Config) checkLimits() error {
 	}
 	if c.MaxHeaderBytes < 1024 || c.MaxHeaderBytes > 1<<20 {
 		return fmt.Errorf("config: MaxHeaderBytes %d is outside 1 KiB..1 MiB", c.MaxHeaderBytes)
+	}
+	if c.LingerBytes < 0 || c.LingerBytes > 1<<30 {
+		return fmt.Errorf("config: LingerBytes %d is outside 0..1 GiB", c.LingerBytes)
 	}
 	if c.CacheBytes < 0 {
 		return errors.New("config: CacheBytes must not be negative")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/keys"
 	"github.com/histor-observer/histor/node/catalog"
@@ -145,9 +146,12 @@ func (n *Node) Log() *hlog.Log {
 // Handler is the node's HTTP API. Before Open and after Close it answers
 // 503 to everything, and so it does to a request beyond MaxInFlight but
 // /health and /metrics, which probes and scrapers must reach while the node
-// is busy.
+// is busy. Whatever part of a request body the answer left unread is read
+// and discarded within LingerBytes and LingerTimeout, so that a client that
+// writes its whole body before reading is shown the 413 or 503 it was sent.
 func (n *Node) Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	linger := httpx.Linger{MaxBytes: n.cfg.LingerBytes, Timeout: n.cfg.LingerTimeout}
+	return linger.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt := lookupRoute(r)
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -175,7 +179,7 @@ func (n *Node) Handler() http.Handler {
 			return
 		}
 		h.serve(sw, r, rt)
-	})
+	}))
 }
 
 // Run opens the node's parts, listens on HTTPAddr and serves until ctx is
