@@ -11,11 +11,11 @@ import (
 // results is one bench run read back from go test's output and the header lines runAll wrote.
 type results struct {
 	Start, Machine, LoadBefore, LoadAfter, Seconds string
-	Figures map[string]map[string]float64 // benchmark → unit → value
-	Skipped map[string]string             // benchmark → reason
-	Broken  map[string]string             // benchmark → why it failed
-	Failed  []string                      // packages whose run failed
-	Runs    []string                      // the commands, in order
+	Figures                                        map[string]map[string]float64 // benchmark → unit → value
+	Skipped                                        map[string]string             // benchmark → reason
+	Broken                                         map[string]string             // benchmark → why it failed
+	Failed                                         []string                      // packages whose run failed
+	Runs                                           []string                      // the commands, in order
 }
 
 var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)
