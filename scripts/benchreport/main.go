@@ -30,17 +30,18 @@ const (
 
 func main() {
 	doc := flag.String("doc", "docs/PERFORMANCE.md", "the document whose marked block is written")
+	scaling := flag.String("scaling", "docs/SCALING.md", "the document whose paper federation is computed from this run")
 	out := flag.String("out", "docs/bench-output.txt", "where the raw go test output is kept")
 	only := flag.String("only", "", "run only the benchmarks whose top-level name matches `REGEX`; the other rows say not run")
 	from := flag.String("from", "", "render from a kept raw output `FILE` instead of running")
 	flag.Parse()
-	if err := mainErr(*doc, *out, *only, *from); err != nil {
+	if err := mainErr(*doc, *scaling, *out, *only, *from); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
 }
 
-func mainErr(doc, out, only, from string) error {
+func mainErr(doc, scaling, out, only, from string) error {
 	var raw []byte
 	if from != "" {
 		b, err := os.ReadFile(from)
@@ -72,15 +73,23 @@ func mainErr(doc, out, only, from string) error {
 	}
 	block := render(res)
 	fmt.Print(block)
-	old, err := os.ReadFile(doc)
+	if err := writeBlock(doc, beginMarker, endMarker, block); err != nil {
+		return err
+	}
+	return writeBlock(scaling, scalingBegin, scalingEnd, renderScaling(res))
+}
+
+// writeBlock puts block between a document's markers.
+func writeBlock(path, begin, end, block string) error {
+	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	updated, err := replaceBlock(string(old), block)
+	updated, err := replaceBlock(string(old), begin, end, block)
 	if err != nil {
-		return fmt.Errorf("%s: %w", doc, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	return os.WriteFile(doc, []byte(updated), 0o644)
+	return os.WriteFile(path, []byte(updated), 0o644)
 }
 
 // runAll runs every run in turn, recording the machine and its load in the output's header
@@ -172,12 +181,12 @@ func loadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
-// replaceBlock puts block between the document's markers.
-func replaceBlock(doc, block string) (string, error) {
-	i := strings.Index(doc, beginMarker)
-	j := strings.Index(doc, endMarker)
+// replaceBlock puts block between the markers begin and end.
+func replaceBlock(doc, begin, end, block string) (string, error) {
+	i := strings.Index(doc, begin)
+	j := strings.Index(doc, end)
 	if i < 0 || j < i {
-		return "", fmt.Errorf("no %s … %s block", beginMarker, endMarker)
+		return "", fmt.Errorf("no %s … %s block", begin, end)
 	}
-	return doc[:i+len(beginMarker)] + "\n" + block + doc[j:], nil
+	return doc[:i+len(begin)] + "\n" + block + doc[j:], nil
 }

@@ -136,14 +136,14 @@ func TestParseAndRender(t *testing.T) {
 
 func TestReplaceBlock(t *testing.T) {
 	doc := "# P\n\nintro\n" + beginMarker + "\nold table\n" + endMarker + "\n\nprose\n"
-	got, err := replaceBlock(doc, "\nnew table\n")
+	got, err := replaceBlock(doc, beginMarker, endMarker, "\nnew table\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got != "# P\n\nintro\n"+beginMarker+"\n\nnew table\n"+endMarker+"\n\nprose\n" {
 		t.Errorf("got %q", got)
 	}
-	if _, err := replaceBlock("no markers", "x"); err == nil {
+	if _, err := replaceBlock("no markers", beginMarker, endMarker, "x"); err == nil {
 		t.Error("a document without markers was accepted")
 	}
 }
@@ -163,5 +163,28 @@ func TestRunOne(t *testing.T) {
 	}
 	if res.Figures["Derive"]["ns/op"] <= 0 || res.Machine == "" || res.LoadAfter == "" || !slices.ContainsFunc(res.Runs, func(s string) bool { return strings.Contains(s, "./log/keys") }) {
 		t.Errorf("figures %v, machine %q, runs %v", res.Figures, res.Machine, res.Runs)
+	}
+}
+
+func TestScalingFromTheRun(t *testing.T) {
+	res, err := parse(strings.NewReader(sample + "BenchmarkMirrorFederation-2  1  90000000000 ns/op  0.5 s-after-last-crawl  80.0 s/crawl  120000 entries-mirrored/node  294000000 bundle-bytes/node  20000 servers\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := renderScaling(res)
+	// 48 µs an entry, 2,450 bytes read an entry (294 MB / 120,000); 19 peers.
+	for _, want := range []string{
+		"48.0 µs/entry, 2,042 bytes/entry | 9.60 µs/entry (the same entries in synced raw Pebble batches) | 5.00× |",
+		"every view complete 0.5 s after the last crawl's end; 120,000 entries and 294 MB of bundles read per node",
+		"| a first crawl: 3 entries a server | 60,000 entries, 147 MB | 1,140,000 entries: 54.7 s of one core, 2.79 GB read, 2.40 GB on disk |",
+		"| a day after: a continuity label a server, and 1.00% of servers changed (3 labels each) | 20,600 entries, 50.5 MB | 391,400 entries: 18.8 s of one core, 959 MB read |",
+		"328,320 requests, ≤ 328 MB a day",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("scaling lacks %q:\n%s", want, out)
+		}
+	}
+	if out := renderScaling(&results{Figures: map[string]map[string]float64{}, Skipped: map[string]string{"Sync": "x"}}); !strings.Contains(out, "skipped: x") {
+		t.Errorf("a run without Sync: %q", out)
 	}
 }
