@@ -1,7 +1,9 @@
 // Package audit checks a HISTOR log from the outside, trusting nothing but the log's published
 // did:key: the latest signed tree head verifies, it extends the head kept by the previous run
 // (nothing removed, nothing rewritten, the key unchanged), a label is valid and included, and,
-// with tiles, the C2SP tiles hold exactly the tree the head commits to.
+// with tiles, the C2SP tiles hold exactly the tree the head commits to; with Federation, the
+// log's C2SP checkpoint agrees with the head, meets a witness policy, and the log serves no
+// evidence of its own fork.
 //
 // It is a stranger to the log on purpose: it keeps one file (the last verified head, as served)
 // and needs no keys, so anyone who runs it from cron is a witness of the log they point it at.
@@ -16,6 +18,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/histor-observer/histor/log/format"
 )
 
 // Options says which log to audit and what to check beyond its head.
@@ -42,6 +46,13 @@ type Options struct {
 	MaxTilesLeaves uint64
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
+	// Federation also checks, once the head passed and under a deadline of its own, the log's
+	// C2SP checkpoint (/log/checkpoint: signed by its key, the audited root at the audited
+	// size) and its equivocation evidence (/api/v1/evidence: none about itself).
+	Federation bool
+	// Policy, with Federation, also requires the checkpoint to meet this c2sp.org/tlog-policy:
+	// signed by one of its logs and cosigned by a quorum of its witnesses.
+	Policy *format.Policy
 }
 
 // Defaults for the zero Options fields.
@@ -97,6 +108,9 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	// Name our deadline only when it is what expired, not the caller's.
 	if errors.As(err, &inc) && errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
 		return nil, incomplete(fmt.Sprintf("%s (the audit's deadline of %s expired)", inc.Step, a.deadline), inc.Err)
+	}
+	if err == nil && opt.Federation {
+		err = a.federation(parent, rep)
 	}
 	return rep, err
 }

@@ -171,7 +171,7 @@ func auditCommand(d deps) *cli.Command {
 			if err != nil {
 				return err
 			}
-			fed, err := newFedAudit(c, log)
+			policy, err := auditPolicy(c)
 			if err != nil {
 				return err
 			}
@@ -179,10 +179,8 @@ func auditCommand(d deps) *cli.Command {
 				Base: c.Args().First(), StatePath: c.String("state"), LabelID: c.String("label"),
 				Tiles: c.Bool("tiles"), MaxTilesLeaves: uint64(c.Int64("tiles-max-leaves")),
 				Timeout: c.Duration("timeout"), Deadline: c.Duration("deadline"), Logger: log,
+				Federation: true, Policy: policy,
 			})
-			if err == nil {
-				err = fed.run(c.Context, rep)
-			}
 			return auditResult(d.stdio, rep, err)
 		},
 	}
