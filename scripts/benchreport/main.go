@@ -34,14 +34,19 @@ func main() {
 	out := flag.String("out", "docs/bench-output.txt", "where the raw go test output is kept")
 	only := flag.String("only", "", "run only the benchmarks whose top-level name matches `REGEX`; the other rows say not run")
 	from := flag.String("from", "", "render from a kept raw output `FILE` instead of running")
+	add := flag.Bool("add", false, "with -only: add the run to the kept output (-out), in place of what it held for those benchmarks, and render the whole")
 	flag.Parse()
-	if err := mainErr(*doc, *scaling, *out, *only, *from); err != nil {
+	if *add && (*only == "" || *from != "") {
+		fmt.Fprintln(os.Stderr, "benchreport: -add needs -only and no -from")
+		os.Exit(2)
+	}
+	if err := mainErr(*doc, *scaling, *out, *only, *from, *add); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
 }
 
-func mainErr(doc, scaling, out, only, from string) error {
+func mainErr(doc, scaling, out, only, from string, add bool) error {
 	var raw []byte
 	if from != "" {
 		b, err := os.ReadFile(from)
@@ -63,6 +68,13 @@ func mainErr(doc, scaling, out, only, from string) error {
 			return err
 		}
 		raw = b
+		if add {
+			kept, err := os.ReadFile(out)
+			if err != nil {
+				return fmt.Errorf("-add: %w", err)
+			}
+			raw = append(dropFailures(kept, filter), b...)
+		}
 		if err := os.WriteFile(out, raw, 0o644); err != nil {
 			return err
 		}
@@ -129,11 +141,35 @@ func runAll(filter *regexp.Regexp, progress io.Writer) ([]byte, error) {
 		buf.Write(b.Bytes())
 		if err != nil {
 			// A failed benchmark is reported in its rows; the others still count.
-			fmt.Fprintf(&buf, "bench-failed: %s %v\n", r.Pkg, err)
+			fmt.Fprintf(&buf, "bench-failed: %s %s: %v\n", r.Pkg, strings.Join(benches, ","), err)
 		}
 	}
 	fmt.Fprintf(&buf, "bench-load-after: %s\nbench-seconds: %.0f\n", loadAverage(), time.Since(start).Seconds())
 	return buf.Bytes(), nil
+}
+
+// dropFailures removes from a kept output the failures of runs whose benchmarks filter
+// selects again; their new figures, parsed later, replace the old.
+func dropFailures(kept []byte, filter *regexp.Regexp) []byte {
+	var out []byte
+	for _, line := range bytes.SplitAfter(kept, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("bench-failed: ")); ok {
+			if f := strings.Fields(string(rest)); len(f) > 1 && anyMatches(filter, strings.Split(strings.TrimSuffix(f[1], ":"), ",")) {
+				continue
+			}
+		}
+		out = append(out, line...)
+	}
+	return out
+}
+
+func anyMatches(re *regexp.Regexp, names []string) bool {
+	for _, n := range names {
+		if re.MatchString(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // moduleRoot is the directory of the go.mod above the working directory.

@@ -188,3 +188,11 @@ func TestScalingFromTheRun(t *testing.T) {
 		t.Errorf("a run without Sync: %q", out)
 	}
 }
+
+func TestDropFailures(t *testing.T) {
+	kept := "bench-failed: ./node MirrorFederation: exit status 1\nbench-failed: ./node DeskPages: exit status 1\nBenchmarkSync-2 3 1 ns/op\n"
+	got := string(dropFailures([]byte(kept), regexp.MustCompile("^MirrorFederation$")))
+	if got != "bench-failed: ./node DeskPages: exit status 1\nBenchmarkSync-2 3 1 ns/op\n" {
+		t.Errorf("got %q", got)
+	}
+}

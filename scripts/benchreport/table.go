@@ -165,7 +165,7 @@ var rows = []row{
 	{Section: "Sandbox", Bench: "OpenClose", Metric: "open-ms/op", Note: "opening the trap network"},
 	{Section: "Sandbox", Bench: "OpenClose", Metric: "close-ms/op", Note: "closing it"},
 	{Section: "Sandbox", Bench: "EverythingSession", Metric: "s-to-listed", Note: "server-everything in gVisor: start to tools listed"},
-	{Section: "Sandbox", Bench: "ObserveEverything", Metric: "s-observation", Base: "ObserveEverything", BaseMetric: "s-baseline", Note: "a whole package observation, beside bare runsc running the same server"},
+	{Section: "Sandbox", Bench: "ObserveEverything", Metric: "s-observation", Base: "ObserveEverything", BaseMetric: "s-baseline", Note: "a whole observation of server-everything (install cached), beside a bare `runsc do true`"},
 	{Section: "Sandbox", Bench: "ObserveEverything", Metric: "s-beyond-baseline", Goal: atMost(3, "s"), Note: "its cost beyond the baseline"},
 	{Section: "Sandbox", Bench: "Queue/queue", Metric: "ns/op", Base: "Queue/bare", BaseMetric: "ns/op", Note: "one job through the queue, beside a bare JetStream publish, fetch and ack"},
 }
