@@ -102,12 +102,12 @@ func (n *Node) queueConfig(localKey string) queue.Config {
 }
 
 // localKey is the public key of the node's own worker, whose seed lives in
-// WorkDir/local-worker.seed (made on first start); "" without local workers.
+// Host.Dir/local-worker.seed (made on first start); "" without local workers.
 func (s *sandboxPart) localKey() (string, error) {
 	if s.cfg.LocalWorkers == 0 {
 		return "", nil
 	}
-	if err := os.MkdirAll(s.cfg.WorkDir, 0o700); err != nil {
+	if err := os.MkdirAll(s.cfg.Host.Dir, 0o700); err != nil {
 		return "", fmt.Errorf("creating the sandbox work dir: %w", err)
 	}
 	path := s.seedPath()
@@ -119,7 +119,7 @@ func (s *sandboxPart) localKey() (string, error) {
 	return queue.CreateSeedFile(path)
 }
 
-func (s *sandboxPart) seedPath() string { return filepath.Join(s.cfg.WorkDir, "local-worker.seed") }
+func (s *sandboxPart) seedPath() string { return filepath.Join(s.cfg.Host.Dir, "local-worker.seed") }
 
 // startWorker starts the in-process worker over loopback, when asked.
 func (s *sandboxPart) startWorker(ctx context.Context, key string) error {

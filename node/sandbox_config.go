@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/histor-observer/histor/sandbox"
+	"github.com/histor-observer/histor/sandbox/observer"
 	"github.com/histor-observer/histor/sandbox/queue"
 )
 
@@ -55,12 +56,14 @@ type SandboxConfig struct {
 	// builds (see RootfsDir).
 	LocalWorkers int
 	// Observe is what the local worker runs for a job; nil uses the
-	// sandbox observer (sandbox/observer) over WorkDir and RootfsDir.
+	// sandbox observer (sandbox/observer) on Host.
 	Observe queue.Observe
-	// WorkDir holds the local worker's runs (default DataDir/sandbox);
-	// RootfsDir its cached Debian roots (default WorkDir/roots).
-	WorkDir   string
-	RootfsDir string
+	// Host is where and with what the local worker observes, as for
+	// `histor sandbox worker`: Host.Dir defaults to DataDir/sandbox (which
+	// also holds the local worker's NKey seed), Host.RootfsDir to the user
+	// cache directory's histor/rootfs, Host.NPMRegistry and Host.PyPI to
+	// NPMRegistry and PyPI below.
+	Host observer.Host
 
 	// Interval is how often the scheduler looks for versions to observe,
 	// besides after every crawl (default 1h).
@@ -101,11 +104,14 @@ func (c *Config) applySandboxDefaults() {
 	if s.MaxResolvesPerRound == 0 {
 		s.MaxResolvesPerRound = 4 * s.MaxJobsPerRound
 	}
-	if s.WorkDir == "" && c.DataDir != "" {
-		s.WorkDir = filepath.Join(c.DataDir, "sandbox")
+	if s.Host.Dir == "" && c.DataDir != "" {
+		s.Host.Dir = filepath.Join(c.DataDir, "sandbox")
 	}
-	if s.RootfsDir == "" && s.WorkDir != "" {
-		s.RootfsDir = filepath.Join(s.WorkDir, "roots")
+	if s.Host.NPMRegistry == "" {
+		s.Host.NPMRegistry = s.NPMRegistry
+	}
+	if s.Host.PyPI == "" {
+		s.Host.PyPI = s.PyPI
 	}
 	if s.Limits == (sandbox.Limits{}) {
 		s.Limits = sandbox.DefaultLimits()

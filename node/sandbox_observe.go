@@ -43,11 +43,12 @@ func ObserveJobs(o *observer.Observer) queue.Observe {
 // newLocalObserve starts the sandbox observer for the node's own worker.
 // It returns the function that releases the observer.
 func newLocalObserve(ctx context.Context, c SandboxConfig, log *slog.Logger, reg prometheus.Registerer) (queue.Observe, func() error, error) {
-	o, err := observer.New(ctx, observer.Config{
-		WorkDir: c.WorkDir, RootfsDir: c.RootfsDir, InstallCache: c.WorkDir + "/installs",
-		NPMRegistry: c.NPMRegistry, PyPI: c.PyPI, Limits: c.Limits, Concurrency: c.LocalWorkers,
-		Logger: log, Registerer: reg,
-	})
+	cfg, err := c.Host.Config()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Limits, cfg.Concurrency, cfg.Logger, cfg.Registerer = c.Limits, c.LocalWorkers, log, reg
+	o, err := observer.New(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,10 +17,6 @@ import (
 	"time"
 )
 
-// DefaultCacheDir is where a node keeps its roots: "rootfs" under its data
-// directory.
-func DefaultCacheDir(dataDir string) string { return filepath.Join(dataDir, "rootfs") }
-
 // Cache holds one root per kind under Dir:
 //
 //	<kind>/           the root
@@ -30,7 +26,8 @@ func DefaultCacheDir(dataDir string) string { return filepath.Join(dataDir, "roo
 // It is safe for concurrent use, and a lock file keeps two processes from
 // building into one Dir at once.
 type Cache struct {
-	// Dir holds the roots (see DefaultCacheDir).
+	// Dir holds the roots (observer.Host's RootfsDir; by default the user cache directory's
+	// histor/rootfs).
 	Dir string
 	// Suite, Mirror, Mmdebstrap and Timeout are passed to Build (Spec's defaults apply).
 	Suite, Mirror, Mmdebstrap string

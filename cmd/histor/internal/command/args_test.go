@@ -18,7 +18,7 @@ func TestInterspersed(t *testing.T) {
 		{[]string{"histor", "nosuch", "--x"}, []string{"histor", "nosuch", "--x"}},
 		// sandbox runs itself for a SPEC and has subcommands (worker, worker-key).
 		{[]string{"histor", "sandbox", "npm:x@1", "--json", "--rootfs", "r"}, []string{"histor", "sandbox", "--json", "--rootfs", "r", "--", "npm:x@1"}},
-		{[]string{"histor", "sandbox", "worker", "--nats", "u"}, []string{"histor", "sandbox", "worker", "--nats", "u"}},
+		{[]string{"histor", "sandbox", "worker", "--queue", "u"}, []string{"histor", "sandbox", "worker", "--queue", "u"}},
 	}
 	for _, tc := range cases {
 		if got := interspersed(app, tc.in); !slices.Equal(got, tc.want) {

@@ -278,3 +278,36 @@ func TestParsePrefixes(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxHostFlags: serve's local workers, `histor sandbox` and `histor sandbox worker`
+// read the same host settings through one mapping, and serve's reach node.Config.
+func TestSandboxHostFlags(t *testing.T) {
+	t.Setenv("HISTOR_PYPI_INDEX", "http://127.0.0.1:1/simple/")
+	cfg, called, code, stderr := runServe(t, "serve", "--data", "/d", "--sandbox-workers", "1",
+		"--sandbox-dir", "/s", "--rootfs", "/r", "--work-bytes", "1048576", "--install-cache-bytes", "2097152",
+		"--pypi", "http://127.0.0.1:1/pypi", "--skip-root-check")
+	if code != 0 || !called {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	h := cfg.Sandbox.Host
+	if h.Dir != "/s" || h.RootfsDir != "/r" || h.WorkBytes != 1<<20 || h.InstallCacheBytes != 2<<20 || !h.SkipRootCheck ||
+		h.PyPIIndex != "http://127.0.0.1:1/simple/" || h.PyPI != "http://127.0.0.1:1/pypi" || cfg.Sandbox.PyPI != h.PyPI {
+		t.Errorf("serve's sandbox host: %+v (PyPI %q)", h, cfg.Sandbox.PyPI)
+	}
+	oc, err := h.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oc.WorkDir != "/s/work" || oc.InstallCache != "/s/installs" || oc.RootfsDir != "/r" || oc.PyPIIndex != h.PyPIIndex || oc.WorkBytes != 1<<20 {
+		t.Errorf("observer config: %+v", oc)
+	}
+	// The worker's queue and TLS are its own: serve's HISTOR_NATS_TLS_CERT is not its client
+	// certificate, and HISTOR_NATS not its queue.
+	for _, f := range sandboxWorkerCommand(deps{}).Flags {
+		for _, env := range f.(interface{ GetEnvVars() []string }).GetEnvVars() {
+			if strings.HasPrefix(env, "HISTOR_NATS") {
+				t.Errorf("worker flag %s reads serve's %s", f.Names()[0], env)
+			}
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -108,24 +107,27 @@ func sandboxAction(c *cli.Context, d deps) error {
 
 // sandboxConfig maps the flags onto observer.Config.
 func sandboxConfig(c *cli.Context) (observer.Config, error) {
-	dir, roots, err := sandboxDirs(c)
+	cfg, err := sandboxHost(c).Config()
 	if err != nil {
-		return observer.Config{}, err
+		return observer.Config{}, usageError(err)
 	}
-	cfg := observer.Config{
-		WorkDir: dir, RootfsDir: roots,
-		SkipRootCheck: c.Bool("skip-root-check"),
-		NPMRegistry:   c.String("npm-registry"), PyPI: c.String("pypi"), PyPIIndex: c.String("pypi-index"),
-		Limits: sandbox.Limits{
-			MemoryBytes: c.Int64("memory"), TmpBytes: c.Int64("tmp-bytes"), Pids: c.Int("pids"), CPUs: 1,
-			InstallSeconds: c.Float64("install-seconds"), RunSeconds: c.Float64("run-seconds"),
-			CallSeconds: c.Float64("call-seconds"), Calls: c.Int("calls"),
-		},
-	}
-	if !c.Bool("no-install-cache") {
-		cfg.InstallCache = filepath.Join(dir, "installs")
+	cfg.Limits = sandbox.Limits{
+		MemoryBytes: c.Int64("memory"), TmpBytes: c.Int64("tmp-bytes"), Pids: c.Int("pids"), CPUs: 1,
+		InstallSeconds: c.Float64("install-seconds"), RunSeconds: c.Float64("run-seconds"),
+		CallSeconds: c.Float64("call-seconds"), Calls: c.Int("calls"),
 	}
 	return cfg, nil
+}
+
+// sandboxHost maps the flags `histor sandbox` and `histor sandbox worker` share onto
+// observer.Host; a flag a command does not have reads as unset.
+func sandboxHost(c *cli.Context) observer.Host {
+	return observer.Host{
+		Dir: c.String("sandbox-dir"), RootfsDir: c.String("rootfs"), SkipRootCheck: c.Bool("skip-root-check"),
+		NoInstallCache: c.Bool("no-install-cache"),
+		NPMRegistry:    c.String("npm-registry"), PyPI: c.String("pypi"), PyPIIndex: c.String("pypi-index"),
+		WorkBytes: c.Int64("work-bytes"), InstallCacheBytes: c.Int64("install-cache-bytes"),
+	}
 }
 
 // sandboxRoots builds or checks both roots and prints their digests.
@@ -139,22 +141,4 @@ func sandboxRoots(c *cli.Context, d deps, cfg observer.Config) error {
 		fmt.Fprintf(d.stdio.Out, "%s\t%s\t%s\t%d files\n", k, r.Digest, r.Suite, r.Files)
 	}
 	return nil
-}
-
-// sandboxDirs is --sandbox-dir and --rootfs, each defaulting under the
-// user cache directory (histor/sandbox, histor/rootfs).
-func sandboxDirs(c *cli.Context) (dir, roots string, err error) {
-	cache, err := os.UserCacheDir()
-	if err != nil && (c.String("sandbox-dir") == "" || c.String("rootfs") == "") {
-		return "", "", usageError(fmt.Errorf("no user cache directory: set --sandbox-dir and --rootfs: %w", err))
-	}
-	return orDefault(c.String("sandbox-dir"), filepath.Join(cache, "histor", "sandbox")),
-		orDefault(c.String("rootfs"), filepath.Join(cache, "histor", "rootfs")), nil
-}
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/node"
+	"github.com/histor-observer/histor/sandbox/observer"
 )
 
 // sandboxNodeFlags are node.Config.Sandbox's fields a serving node takes,
@@ -28,6 +29,14 @@ func sandboxNodeFlags() []cli.Flag {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "nats-tls-key", Usage: "the key PEM `FILE` of --nats-tls-cert", EnvVars: []string{"HISTOR_NATS_TLS_KEY"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "nats-tls-client-ca", Usage: "also require worker client certificates signed by this CA PEM `FILE` (mTLS)", EnvVars: []string{"HISTOR_NATS_TLS_CLIENT_CA"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "npm-registry", Usage: "resolve npm packages' latest versions (and install them, in local workers) from `URL`", EnvVars: []string{"HISTOR_NPM_REGISTRY"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "pypi", Usage: "resolve PyPI packages' latest versions (and install them, in local workers) from the JSON API at `URL`", EnvVars: []string{"HISTOR_PYPI"}}),
+		// The local workers' host, as for `histor sandbox worker`.
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "pypi-index", Usage: "local workers: the PEP 503 simple index pip installs from, `URL`", EnvVars: []string{"HISTOR_PYPI_INDEX"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "sandbox-dir", Usage: "local workers: keep the runs' work files, install cache and key in `DIR` (default: DATA/sandbox)", EnvVars: []string{"HISTOR_SANDBOX_DIR"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "rootfs", Usage: "local workers: the Debian roots' cache `DIR` (default: the user cache directory's histor/rootfs)", EnvVars: []string{"HISTOR_ROOTFS_CACHE"}}),
+		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "work-bytes", Value: observer.DefaultWorkBytes, Usage: "local workers: an observation writes at most `BYTES` on the host", EnvVars: []string{"HISTOR_SANDBOX_WORK_BYTES"}}),
+		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "install-cache-bytes", Value: observer.DefaultInstallCacheBytes, Usage: "local workers: keep at most `BYTES` of installed packages", EnvVars: []string{"HISTOR_SANDBOX_INSTALL_CACHE_BYTES"}}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "skip-root-check", Usage: "local workers: trust the roots' records instead of recomputing their digests", EnvVars: []string{"HISTOR_SKIP_ROOT_CHECK"}}),
 	}
 }
 
@@ -42,7 +51,8 @@ func sandboxNodeConfig(c *cli.Context, cfg *node.Config) error {
 	}
 	s := &cfg.Sandbox
 	s.NATS, s.Listen, s.Workers = c.String("nats"), c.String("nats-listen"), c.StringSlice("sandbox-worker-key")
-	s.LocalWorkers, s.NPMRegistry = c.Int("sandbox-workers"), c.String("npm-registry")
+	s.LocalWorkers, s.NPMRegistry, s.PyPI = c.Int("sandbox-workers"), c.String("npm-registry"), c.String("pypi")
+	s.Host = sandboxHost(c)
 	s.Enabled = c.Bool("sandbox") || s.NATS != "" || len(s.Workers) > 0 || s.LocalWorkers > 0
 	tc, verify, err := queueTLS(c.String("nats-tls-cert"), c.String("nats-tls-key"), c.String("nats-tls-client-ca"))
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -42,17 +41,17 @@ func sandboxWorkerCommand(d deps) *cli.Command {
 	return &cli.Command{
 		Name:      "worker",
 		Usage:     "take sandbox jobs from a node's queue, observe each package in gVisor and send the observation back",
-		UsageText: "histor sandbox worker --nats URL --seed FILE [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] [--concurrency N]",
+		UsageText: "histor sandbox worker --queue URL --seed FILE [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] [--concurrency N]",
 		Description: "Connects to the node's NATS queue with the NKey in --seed (make one with `histor sandbox worker-key`, and " +
 			"list its public key in the node's --sandbox-worker-key), then observes one job per slot until SIGTERM or SIGINT. " +
 			"A job is acknowledged only once its result is stored; a worker that dies has its jobs redelivered. Needs root, " +
 			"runsc and the Debian roots (built on first start with mmdebstrap).",
 		Flags: []cli.Flag{
-			altsrc.NewStringFlag(&cli.StringFlag{Name: "nats", Usage: "the node's queue `URL`, nats://host:4222 or tls://host:4222", EnvVars: []string{"HISTOR_NATS"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "queue", Usage: "the node's queue `URL`, nats://host:4222 or tls://host:4222 (the node's --nats-listen, or the cluster of its --nats)", EnvVars: []string{"HISTOR_WORKER_QUEUE"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "seed", Usage: "the worker's NKey seed `FILE` (mode 0600)", EnvVars: []string{"HISTOR_SANDBOX_WORKER_SEED"}}),
-			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-ca", Usage: "trust the node's certificate from this PEM `FILE` (implies TLS)", EnvVars: []string{"HISTOR_NATS_TLS_CA"}}),
-			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-cert", Usage: "client certificate PEM `FILE` for mTLS", EnvVars: []string{"HISTOR_NATS_TLS_CERT"}}),
-			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-key", Usage: "client key PEM `FILE` for mTLS", EnvVars: []string{"HISTOR_NATS_TLS_KEY"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-ca", Usage: "trust the node's certificate from this PEM `FILE` (implies TLS)", EnvVars: []string{"HISTOR_WORKER_TLS_CA"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-cert", Usage: "client certificate PEM `FILE` for mTLS", EnvVars: []string{"HISTOR_WORKER_TLS_CERT"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-key", Usage: "client key PEM `FILE` for mTLS", EnvVars: []string{"HISTOR_WORKER_TLS_KEY"}}),
 			altsrc.NewIntFlag(&cli.IntFlag{Name: "concurrency", Usage: "run at most `N` observations at once (default: one per CPU, as memory allows at 640 MiB each)", EnvVars: []string{"HISTOR_SANDBOX_CONCURRENCY"}}),
 			altsrc.NewDurationFlag(&cli.DurationFlag{Name: "retry-delay", Value: 30 * time.Second, Usage: "a job this host could not observe (the sandbox or a registry failed) goes back for another delivery after `DURATION`", EnvVars: []string{"HISTOR_SANDBOX_RETRY_DELAY"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "sandbox-dir", Usage: "keep the runs' work files and install cache in `DIR` (default: the user cache directory's histor/sandbox)", EnvVars: []string{"HISTOR_SANDBOX_DIR"}}),
@@ -69,8 +68,8 @@ func sandboxWorkerCommand(d deps) *cli.Command {
 }
 
 func sandboxWorkerAction(c *cli.Context) error {
-	if c.String("nats") == "" || c.String("seed") == "" {
-		return usageError(errors.New("sandbox worker: --nats and --seed are required"))
+	if c.String("queue") == "" || c.String("seed") == "" {
+		return usageError(errors.New("sandbox worker: --queue and --seed are required"))
 	}
 	log, err := logger(c, c.App.ErrWriter)
 	if err != nil {
@@ -92,13 +91,13 @@ func sandboxWorkerAction(c *cli.Context) error {
 		return &exitError{code: 1, err: fmt.Errorf("sandbox worker: %w", err)}
 	}
 	defer o.Close()
-	w, err := queue.NewWorker(ctx, queue.WorkerConfig{URL: c.String("nats"), SeedFile: c.String("seed"), TLS: tc,
+	w, err := queue.NewWorker(ctx, queue.WorkerConfig{URL: c.String("queue"), SeedFile: c.String("seed"), TLS: tc,
 		Concurrency: c.Int("concurrency"), NakDelay: c.Duration("retry-delay"), Observe: node.ObserveJobs(o), Logger: log})
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("sandbox worker: %w", err)}
 	}
 	defer w.Close()
-	log.Info("sandbox worker taking jobs", "worker", w.Name(), "queue", c.String("nats"))
+	log.Info("sandbox worker taking jobs", "worker", w.Name(), "queue", c.String("queue"))
 	if err := w.Run(ctx); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("sandbox worker: %w", err)}
 	}
@@ -106,16 +105,12 @@ func sandboxWorkerAction(c *cli.Context) error {
 }
 
 func workerObserverConfig(c *cli.Context) (observer.Config, error) {
-	dir, roots, err := sandboxDirs(c)
+	cfg, err := sandboxHost(c).Config()
 	if err != nil {
-		return observer.Config{}, err
+		return observer.Config{}, usageError(err)
 	}
-	return observer.Config{
-		WorkDir: filepath.Join(dir, "work"), RootfsDir: roots, InstallCache: filepath.Join(dir, "installs"),
-		SkipRootCheck: c.Bool("skip-root-check"), NPMRegistry: c.String("npm-registry"), PyPI: c.String("pypi"),
-		PyPIIndex: c.String("pypi-index"), Concurrency: c.Int("concurrency"),
-		WorkBytes: c.Int64("work-bytes"), InstallCacheBytes: c.Int64("install-cache-bytes"),
-	}, nil
+	cfg.Concurrency = c.Int("concurrency")
+	return cfg, nil
 }
 
 // workerTLS is the worker's TLS: the node's CA and, for mTLS, a client
