@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"regexp"
 	"strconv"
@@ -10,12 +11,30 @@ import (
 
 // results is one bench run read back from go test's output and the header lines runAll wrote.
 type results struct {
-	Start, Machine, LoadBefore, LoadAfter, Seconds string
+	Start, Machine, LoadBefore, LoadAfter, Seconds string                        // of the last session
+	Sessions                                       []session                     // every session the output holds (more than one after -add)
 	Figures                                        map[string]map[string]float64 // benchmark → unit → value
 	Skipped                                        map[string]string             // benchmark → reason
 	Broken                                         map[string]string             // benchmark → why it failed
 	Failed                                         []string                      // packages whose run failed
 	Runs                                           []string                      // the commands, in order
+}
+
+// session is one invocation of benchreport's runs, from its header lines.
+type session struct{ Start, Machine, LoadBefore, LoadAfter, Seconds string }
+
+// describe says when and where the figures were measured.
+func (res *results) describe() string {
+	if len(res.Sessions) < 2 {
+		return fmt.Sprintf("the run that began %s (%s s): %s; load average %s before, %s after",
+			or(res.Start, "at an unknown time"), or(res.Seconds, "?"), or(res.Machine, "unknown machine"), or(res.LoadBefore, "unknown"), or(res.LoadAfter, "unknown"))
+	}
+	parts := make([]string, len(res.Sessions))
+	for i, s := range res.Sessions {
+		parts[i] = fmt.Sprintf("%s (%s s, load average %s before, %s after)", s.Start, or(s.Seconds, "?"), or(s.LoadBefore, "unknown"), or(s.LoadAfter, "unknown"))
+	}
+	return fmt.Sprintf("the runs that began %s, the later one's figures replacing the earlier's for the benchmarks it ran: %s",
+		strings.Join(parts, " and "), or(res.Machine, "unknown machine"))
 }
 
 var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)
@@ -64,6 +83,7 @@ func parse(r io.Reader) (*results, error) {
 func (res *results) header(k, v string) {
 	switch k {
 	case "bench-start":
+		res.Sessions = append(res.Sessions, session{Start: v})
 		res.Start = v
 	case "bench-machine":
 		res.Machine = v
@@ -73,6 +93,9 @@ func (res *results) header(k, v string) {
 		res.LoadAfter = v
 	case "bench-seconds":
 		res.Seconds = v
+		if n := len(res.Sessions); n > 0 {
+			res.Sessions[n-1] = session{res.Start, res.Machine, res.LoadBefore, res.LoadAfter, v}
+		}
 	case "bench-run":
 		res.Runs = append(res.Runs, v)
 	case "bench-failed":

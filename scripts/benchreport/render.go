@@ -10,8 +10,7 @@ import (
 // render writes the document's block: the run's machine and load, then one table per section.
 func render(res *results) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nWritten by `scripts/bench` from the run that began %s (%s s): %s; load average %s before, %s after.\n",
-		or(res.Start, "at an unknown time"), or(res.Seconds, "?"), or(res.Machine, "unknown machine"), or(res.LoadBefore, "unknown"), or(res.LoadAfter, "unknown"))
+	fmt.Fprintf(&b, "\nWritten by `scripts/bench` from %s.\n", res.describe())
 	met, goals := 0, 0
 	for _, r := range rows {
 		if f, ok := res.value(r); ok {
@@ -23,7 +22,7 @@ func render(res *results) string {
 			}
 		}
 	}
-	fmt.Fprintf(&b, "Goals met: %d of the %d measured in this run.", met, goals)
+	fmt.Fprintf(&b, "Goals met: %d of the %d these figures are judged by.", met, goals)
 	if len(res.Failed) > 0 {
 		fmt.Fprintf(&b, " Runs that failed: %s.", strings.Join(res.Failed, "; "))
 	}

@@ -118,7 +118,7 @@ func TestParseAndRender(t *testing.T) {
 	}
 	out := render(res)
 	for _, want := range []string{
-		"Test CPU, 2 cores", "load average 0.50 0.40 0.30 before, 1.50 1.00 0.50 after", "(42 s)",
+		"the run that began 2026-12-03T12:00:00Z (42 s): Test CPU, 2 cores", "load average 0.50 0.40 0.30 before, 1.50 1.00 0.50 after",
 		"| `Sync` | mirroring a peer's log: fetch, verify and index one entry, beside a raw Pebble batch of the same bytes | 48.0 µs/entry | 9.60 µs/entry `SyncBaselinePebble` | 5.00× |",
 		"| `HTTPReadAPI20k/servers` | /api/v1/servers over 20,000 servers, beside bare answers of the same bytes | 5,000 req/s | 20,000 req/s `HTTPReadAPI20k/servers-bare` | 0.25× |",
 		"| 18.5 p99-ms | — | — | ≤ 20 ms | met |",
@@ -129,7 +129,7 @@ func TestParseAndRender(t *testing.T) {
 			t.Errorf("render lacks %q", want)
 		}
 	}
-	if !strings.Contains(out, "Goals met: 1 of the 1 measured") {
+	if !strings.Contains(out, "Goals met: 1 of the 1 these figures") {
 		t.Errorf("goal count wrong:\n%s", out)
 	}
 }
@@ -192,6 +192,10 @@ func TestScalingFromTheRun(t *testing.T) {
 func TestDropFailures(t *testing.T) {
 	kept := "bench-failed: ./node MirrorFederation: exit status 1\nbench-failed: ./node DeskPages: exit status 1\nBenchmarkSync-2 3 1 ns/op\n"
 	got := string(dropFailures([]byte(kept), regexp.MustCompile("^MirrorFederation$")))
+	two, _ := parse(strings.NewReader(sample + strings.Replace(sample, "12:00:00Z", "13:00:00Z", 1)))
+	if d := two.describe(); !strings.Contains(d, "the runs that began 2026-12-03T12:00:00Z (42 s, load average 0.50 0.40 0.30 before, 1.50 1.00 0.50 after) and 2026-12-03T13:00:00Z") {
+		t.Errorf("two sessions: %s", d)
+	}
 	if got != "bench-failed: ./node DeskPages: exit status 1\nBenchmarkSync-2 3 1 ns/op\n" {
 		t.Errorf("got %q", got)
 	}

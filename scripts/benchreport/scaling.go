@@ -29,8 +29,7 @@ func renderScaling(res *results) string {
 		return "\nThis run did not measure `BenchmarkSync` (" + res.missing("Sync", "ns/entry") + "); run `scripts/bench -only Sync` to fill this block.\n"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nWritten by `scripts/bench` from the run that began %s on %s (load average %s before, %s after).\n\n",
-		or(res.Start, "at an unknown time"), or(res.Machine, "an unknown machine"), or(res.LoadBefore, "unknown"), or(res.LoadAfter, "unknown"))
+	fmt.Fprintf(&b, "\nWritten by `scripts/bench` from %s.\n\n", res.describe())
 	b.WriteString("| measured | figure | baseline (same run) | ratio |\n|---|---|---|---|\n")
 	base := "—"
 	ratio := "—"
