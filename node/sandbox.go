@@ -41,8 +41,7 @@ type sandboxPart struct {
 	// publishes them to its peers and wakes its events, as after a crawl.
 	recorded func(ctx context.Context, ids []string)
 
-	worker       *queue.Worker // the local worker; nil without LocalWorkers
-	closeObserve func() error  // releases the local observer; nil for none
+	worker *SandboxWorker // the local worker; nil without LocalWorkers
 
 	kick   chan struct{} // a round is wanted (after a crawl); capacity 1
 	ctx    context.Context
@@ -126,15 +125,10 @@ func (s *sandboxPart) startWorker(ctx context.Context, key string) error {
 	if key == "" {
 		return nil
 	}
-	observe := s.cfg.Observe
-	if observe == nil {
-		var err error
-		if observe, s.closeObserve, err = newLocalObserve(ctx, s.cfg, s.log, s.reg); err != nil {
-			return fmt.Errorf("starting the local sandbox worker: %w", err)
-		}
-	}
-	w, err := queue.NewWorker(ctx, queue.WorkerConfig{URL: s.q.ClientURL(), SeedFile: s.seedPath(),
-		Concurrency: s.cfg.LocalWorkers, Observe: observe, Logger: s.log})
+	w, err := NewSandboxWorker(ctx, WorkerSettings{
+		Queue: queue.WorkerConfig{URL: s.q.ClientURL(), SeedFile: s.seedPath(), Concurrency: s.cfg.LocalWorkers},
+		Host:  s.cfg.Host, Limits: s.cfg.Limits, Observe: s.cfg.Observe, Logger: s.log, Registerer: s.reg,
+	})
 	if err != nil {
 		return fmt.Errorf("starting the local sandbox worker: %w", err)
 	}
@@ -162,12 +156,9 @@ func (s *sandboxPart) stop() error {
 		s.cancel()
 	}
 	s.wg.Wait()
-	if s.worker != nil {
-		s.worker.Close()
-	}
 	var errs []error
-	if s.closeObserve != nil {
-		errs = append(errs, s.closeObserve())
+	if s.worker != nil {
+		errs = append(errs, s.worker.Close())
 	}
 	if s.q != nil {
 		errs = append(errs, s.q.Close())

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/histor-observer/histor/sandbox/observer"
 	"github.com/histor-observer/histor/sandbox/queue"
@@ -38,19 +35,4 @@ func ObserveJobs(o *observer.Observer) queue.Observe {
 		}
 		return queue.Result{Observation: b}, nil
 	}
-}
-
-// newLocalObserve starts the sandbox observer for the node's own worker.
-// It returns the function that releases the observer.
-func newLocalObserve(ctx context.Context, c SandboxConfig, log *slog.Logger, reg prometheus.Registerer) (queue.Observe, func() error, error) {
-	cfg, err := c.Host.Config()
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg.Limits, cfg.Concurrency, cfg.Logger, cfg.Registerer = c.Limits, c.LocalWorkers, log, reg
-	o, err := observer.New(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ObserveJobs(o), o.Close, nil
 }

@@ -79,20 +79,17 @@ func sandboxWorkerAction(c *cli.Context) error {
 	if err != nil {
 		return usageError(err)
 	}
-	ocfg, err := workerObserverConfig(c)
+	host, err := sandboxHost(c).WithDefaults()
 	if err != nil {
-		return err
+		return usageError(err)
 	}
-	ocfg.Logger = log
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	o, err := observer.New(ctx, ocfg)
-	if err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("sandbox worker: %w", err)}
-	}
-	defer o.Close()
-	w, err := queue.NewWorker(ctx, queue.WorkerConfig{URL: c.String("queue"), SeedFile: c.String("seed"), TLS: tc,
-		Concurrency: c.Int("concurrency"), NakDelay: c.Duration("retry-delay"), Observe: node.ObserveJobs(o), Logger: log})
+	w, err := node.NewSandboxWorker(ctx, node.WorkerSettings{
+		Queue: queue.WorkerConfig{URL: c.String("queue"), SeedFile: c.String("seed"), TLS: tc,
+			Concurrency: c.Int("concurrency"), NakDelay: c.Duration("retry-delay")},
+		Host: host, Logger: log,
+	})
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("sandbox worker: %w", err)}
 	}
@@ -102,15 +99,6 @@ func sandboxWorkerAction(c *cli.Context) error {
 		return &exitError{code: 1, err: fmt.Errorf("sandbox worker: %w", err)}
 	}
 	return nil
-}
-
-func workerObserverConfig(c *cli.Context) (observer.Config, error) {
-	cfg, err := sandboxHost(c).Config()
-	if err != nil {
-		return observer.Config{}, usageError(err)
-	}
-	cfg.Concurrency = c.Int("concurrency")
-	return cfg, nil
 }
 
 // workerTLS is the worker's TLS: the node's CA and, for mTLS, a client
