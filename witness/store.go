@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble"
+
+	"github.com/histor-observer/histor/internal/pebblelog"
 )
 
 // kv is what the witness needs of its database. commit is atomic and durable: when it
@@ -85,7 +87,7 @@ func decodePast(b []byte) ([32]byte, []byte, error) {
 type pebbleKV struct{ db *pebble.DB }
 
 func openPebble(dir string) (*pebbleKV, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietPebble{}})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebblelog.Quiet{}})
 	if err != nil {
 		return nil, fmt.Errorf("opening witness store %s: %w", dir, err)
 	}
@@ -135,12 +137,3 @@ func (p *pebbleKV) scan(prefix []byte, fn func(key, value []byte) error) error {
 }
 
 func (p *pebbleKV) close() error { return p.db.Close() }
-
-// quietPebble keeps Pebble's informational chatter out of the witness's logs.
-type quietPebble struct{}
-
-func (quietPebble) Infof(string, ...any)  {}
-func (quietPebble) Errorf(string, ...any) {}
-func (quietPebble) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf(format, args...))
-}
