@@ -63,7 +63,7 @@ func mainErr(doc, scaling, out, only, from string, add bool) error {
 			}
 			filter = re
 		}
-		b, err := runAll(filter, io.MultiWriter(os.Stderr))
+		b, err := runAll(filter, os.Stderr)
 		if err != nil {
 			return err
 		}

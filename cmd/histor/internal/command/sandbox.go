@@ -32,14 +32,11 @@ func sandboxCommand(d deps) *cli.Command {
 			"on stderr and a summary, or the whole observation with --json. The exit status is 0 whatever the package " +
 			"did; 2 for a malformed SPEC, 3 when the sandbox cannot run here. \"histor sandbox roots\" builds (or checks) " +
 			"the Debian roots in the root cache.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the observation as JSON", EnvVars: []string{"HISTOR_SANDBOX_JSON"}},
-			altsrc.NewStringFlag(&cli.StringFlag{Name: "sandbox-dir", Usage: "keep the sandbox's work files and install cache in `DIR` (default: the user cache directory's histor/sandbox)", EnvVars: []string{"HISTOR_SANDBOX_DIR"}}),
-			altsrc.NewStringFlag(&cli.StringFlag{Name: "rootfs", Usage: "the Debian roots' cache `DIR` (default: the user cache directory's histor/rootfs)", EnvVars: []string{"HISTOR_ROOTFS_CACHE"}}),
 			altsrc.NewBoolFlag(&cli.BoolFlag{Name: "no-install-cache", Usage: "install every package afresh instead of reusing an install with the same integrity", EnvVars: []string{"HISTOR_NO_INSTALL_CACHE"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "npm-registry", Usage: "resolve and install npm packages from `URL`", EnvVars: []string{"HISTOR_NPM_REGISTRY"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "pypi", Usage: "the PyPI JSON API's base `URL`", EnvVars: []string{"HISTOR_PYPI"}}),
-			altsrc.NewStringFlag(&cli.StringFlag{Name: "pypi-index", Usage: "the PEP 503 simple index pip installs from, `URL`", EnvVars: []string{"HISTOR_PYPI_INDEX"}}),
 			altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "env", Usage: "give environment variable `NAME` a placeholder (repeatable)", EnvVars: []string{"HISTOR_SANDBOX_ENV"}}),
 			altsrc.NewInt64Flag(&cli.Int64Flag{Name: "memory", Value: def.MemoryBytes, Usage: "memory limit of a run in `BYTES`", EnvVars: []string{"HISTOR_SANDBOX_MEMORY"}}),
 			altsrc.NewInt64Flag(&cli.Int64Flag{Name: "tmp-bytes", Value: def.TmpBytes, Usage: "size of the run's /tmp in `BYTES`", EnvVars: []string{"HISTOR_SANDBOX_TMP_BYTES"}}),
@@ -48,8 +45,7 @@ func sandboxCommand(d deps) *cli.Command {
 			altsrc.NewFloat64Flag(&cli.Float64Flag{Name: "run-seconds", Value: def.RunSeconds, Usage: "bound from the server's start to its last answer, `SECONDS`", EnvVars: []string{"HISTOR_SANDBOX_RUN_SECONDS"}}),
 			altsrc.NewFloat64Flag(&cli.Float64Flag{Name: "call-seconds", Value: def.CallSeconds, Usage: "bound of one tool call, `SECONDS`", EnvVars: []string{"HISTOR_SANDBOX_CALL_SECONDS"}}),
 			altsrc.NewIntFlag(&cli.IntFlag{Name: "calls", Value: def.Calls, Usage: "call at most `N` tools (negative: none)", EnvVars: []string{"HISTOR_SANDBOX_CALLS"}}),
-			altsrc.NewBoolFlag(&cli.BoolFlag{Name: "skip-root-check", Usage: "trust the roots' records instead of recomputing their digests", EnvVars: []string{"HISTOR_SKIP_ROOT_CHECK"}}),
-		},
+		}, sandboxHostFlags("", "the user cache directory's histor/sandbox")...),
 		Action: func(c *cli.Context) error { return sandboxAction(c, d) },
 	}
 }
@@ -117,6 +113,20 @@ func sandboxConfig(c *cli.Context) (observer.Config, error) {
 		CallSeconds: c.Float64("call-seconds"), Calls: c.Int("calls"),
 	}
 	return cfg, nil
+}
+
+// sandboxHostFlags are the flags sandboxHost reads, declared once for every command that
+// observes on this host: `histor sandbox`, `histor sandbox worker` and serve's local workers.
+// prefix begins each usage; dirDefault names --sandbox-dir's default.
+func sandboxHostFlags(prefix, dirDefault string) []cli.Flag {
+	return []cli.Flag{
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "sandbox-dir", Usage: prefix + "keep the runs' work files and install cache in `DIR` (default: " + dirDefault + ")", EnvVars: []string{"HISTOR_SANDBOX_DIR"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "rootfs", Usage: prefix + "the Debian roots' cache `DIR` (default: the user cache directory's histor/rootfs)", EnvVars: []string{"HISTOR_ROOTFS_CACHE"}}),
+		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "work-bytes", Value: observer.DefaultWorkBytes, Usage: prefix + "an observation writes at most `BYTES` on the host (its work directory is a tmpfs this size)", EnvVars: []string{"HISTOR_SANDBOX_WORK_BYTES"}}),
+		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "install-cache-bytes", Value: observer.DefaultInstallCacheBytes, Usage: prefix + "keep at most `BYTES` of installed packages, least recently used evicted first", EnvVars: []string{"HISTOR_SANDBOX_INSTALL_CACHE_BYTES"}}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "pypi-index", Usage: prefix + "the PEP 503 simple index pip installs from, `URL`", EnvVars: []string{"HISTOR_PYPI_INDEX"}}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "skip-root-check", Usage: prefix + "trust the roots' records instead of recomputing their digests", EnvVars: []string{"HISTOR_SKIP_ROOT_CHECK"}}),
+	}
 }
 
 // sandboxHost maps the flags `histor sandbox` and `histor sandbox worker` share onto

@@ -12,13 +12,12 @@ import (
 
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/node"
-	"github.com/histor-observer/histor/sandbox/observer"
 )
 
 // sandboxNodeFlags are node.Config.Sandbox's fields a serving node takes,
 // and the curated list; node.SandboxConfig documents their meaning.
 func sandboxNodeFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "curated", Value: true, Usage: "also observe histor's curated list (remote servers and npm/PyPI packages the registry does not list)", EnvVars: []string{"HISTOR_CURATED"}}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "sandbox", Usage: "queue package observations for sandbox workers (implied by --nats, --sandbox-worker-key and --sandbox-workers)", EnvVars: []string{"HISTOR_SANDBOX"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "nats", Usage: "queue jobs on the external NATS JetStream cluster at `URL` instead of the embedded server", EnvVars: []string{"HISTOR_NATS"}}),
@@ -30,14 +29,8 @@ func sandboxNodeFlags() []cli.Flag {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "nats-tls-client-ca", Usage: "also require worker client certificates signed by this CA PEM `FILE` (mTLS)", EnvVars: []string{"HISTOR_NATS_TLS_CLIENT_CA"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "npm-registry", Usage: "resolve npm packages' latest versions (and install them, in local workers) from `URL`", EnvVars: []string{"HISTOR_NPM_REGISTRY"}}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "pypi", Usage: "resolve PyPI packages' latest versions (and install them, in local workers) from the JSON API at `URL`", EnvVars: []string{"HISTOR_PYPI"}}),
-		// The local workers' host, as for `histor sandbox worker`.
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "pypi-index", Usage: "local workers: the PEP 503 simple index pip installs from, `URL`", EnvVars: []string{"HISTOR_PYPI_INDEX"}}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "sandbox-dir", Usage: "local workers: keep the runs' work files, install cache and key in `DIR` (default: DATA/sandbox)", EnvVars: []string{"HISTOR_SANDBOX_DIR"}}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "rootfs", Usage: "local workers: the Debian roots' cache `DIR` (default: the user cache directory's histor/rootfs)", EnvVars: []string{"HISTOR_ROOTFS_CACHE"}}),
-		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "work-bytes", Value: observer.DefaultWorkBytes, Usage: "local workers: an observation writes at most `BYTES` on the host", EnvVars: []string{"HISTOR_SANDBOX_WORK_BYTES"}}),
-		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "install-cache-bytes", Value: observer.DefaultInstallCacheBytes, Usage: "local workers: keep at most `BYTES` of installed packages", EnvVars: []string{"HISTOR_SANDBOX_INSTALL_CACHE_BYTES"}}),
-		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "skip-root-check", Usage: "local workers: trust the roots' records instead of recomputing their digests", EnvVars: []string{"HISTOR_SKIP_ROOT_CHECK"}}),
-	}
+		// The local workers observe as `histor sandbox worker` does.
+	}, sandboxHostFlags("local workers: ", "DATA/sandbox, which also holds their key")...)
 }
 
 // sandboxNodeConfig maps the sandbox flags onto cfg.

@@ -14,7 +14,6 @@ import (
 	"github.com/urfave/cli/v2/altsrc"
 
 	"github.com/histor-observer/histor/node"
-	"github.com/histor-observer/histor/sandbox/observer"
 	"github.com/histor-observer/histor/sandbox/queue"
 )
 
@@ -46,7 +45,7 @@ func sandboxWorkerCommand(d deps) *cli.Command {
 			"list its public key in the node's --sandbox-worker-key), then observes one job per slot until SIGTERM or SIGINT. " +
 			"A job is acknowledged only once its result is stored; a worker that dies has its jobs redelivered. Needs root, " +
 			"runsc and the Debian roots (built on first start with mmdebstrap).",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "queue", Usage: "the node's queue `URL`, nats://host:4222 or tls://host:4222 (the node's --nats-listen, or the cluster of its --nats)", EnvVars: []string{"HISTOR_WORKER_QUEUE"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "seed", Usage: "the worker's NKey seed `FILE` (mode 0600)", EnvVars: []string{"HISTOR_SANDBOX_WORKER_SEED"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-ca", Usage: "trust the node's certificate from this PEM `FILE` (implies TLS)", EnvVars: []string{"HISTOR_WORKER_TLS_CA"}}),
@@ -54,15 +53,9 @@ func sandboxWorkerCommand(d deps) *cli.Command {
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-key", Usage: "client key PEM `FILE` for mTLS", EnvVars: []string{"HISTOR_WORKER_TLS_KEY"}}),
 			altsrc.NewIntFlag(&cli.IntFlag{Name: "concurrency", Usage: "run at most `N` observations at once (default: one per CPU, as memory allows at 640 MiB each)", EnvVars: []string{"HISTOR_SANDBOX_CONCURRENCY"}}),
 			altsrc.NewDurationFlag(&cli.DurationFlag{Name: "retry-delay", Value: 30 * time.Second, Usage: "a job this host could not observe (the sandbox or a registry failed) goes back for another delivery after `DURATION`", EnvVars: []string{"HISTOR_SANDBOX_RETRY_DELAY"}}),
-			altsrc.NewStringFlag(&cli.StringFlag{Name: "sandbox-dir", Usage: "keep the runs' work files and install cache in `DIR` (default: the user cache directory's histor/sandbox)", EnvVars: []string{"HISTOR_SANDBOX_DIR"}}),
-			altsrc.NewStringFlag(&cli.StringFlag{Name: "rootfs", Usage: "the Debian roots' cache `DIR` (default: the user cache directory's histor/rootfs)", EnvVars: []string{"HISTOR_ROOTFS_CACHE"}}),
-			altsrc.NewInt64Flag(&cli.Int64Flag{Name: "work-bytes", Value: observer.DefaultWorkBytes, Usage: "an observation writes at most `BYTES` on the host (its work directory is a tmpfs this size)", EnvVars: []string{"HISTOR_SANDBOX_WORK_BYTES"}}),
-			altsrc.NewInt64Flag(&cli.Int64Flag{Name: "install-cache-bytes", Value: observer.DefaultInstallCacheBytes, Usage: "keep at most `BYTES` of installed packages, least recently used evicted first", EnvVars: []string{"HISTOR_SANDBOX_INSTALL_CACHE_BYTES"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "npm-registry", Usage: "resolve and install npm packages from `URL`", EnvVars: []string{"HISTOR_NPM_REGISTRY"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "pypi", Usage: "the PyPI JSON API's base `URL`", EnvVars: []string{"HISTOR_PYPI"}}),
-			altsrc.NewStringFlag(&cli.StringFlag{Name: "pypi-index", Usage: "the PEP 503 simple index pip installs from, `URL`", EnvVars: []string{"HISTOR_PYPI_INDEX"}}),
-			altsrc.NewBoolFlag(&cli.BoolFlag{Name: "skip-root-check", Usage: "trust the roots' records instead of recomputing their digests", EnvVars: []string{"HISTOR_SKIP_ROOT_CHECK"}}),
-		},
+		}, sandboxHostFlags("", "the user cache directory's histor/sandbox")...),
 		Action: func(c *cli.Context) error { return sandboxWorkerAction(c) },
 	}
 }
