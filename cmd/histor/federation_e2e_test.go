@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -269,12 +270,7 @@ func within(t *testing.T, bound time.Duration, what string, cond func() error) t
 
 func freeUDPPort(t *testing.T) int {
 	t.Helper()
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
+	return freePort(t, func(a string) (io.Closer, error) { return net.ListenPacket("udp", a) })
 }
 
 func tcpAddr(t *testing.T) string {

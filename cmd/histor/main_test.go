@@ -6,12 +6,14 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -231,13 +233,23 @@ func mustRead(t *testing.T, path string) string {
 // freeAddr returns a loopback address nothing listens on right now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return "127.0.0.1:" + strconv.Itoa(freePort(t, func(a string) (io.Closer, error) { return net.Listen("tcp", a) }))
+}
+
+// freePort is a port free now below Linux's ephemeral range (32768..60999), so that the
+// outgoing connections and ":0" listeners of tests running beside this one cannot take it in
+// the seconds before a process started later binds it (a descriptor names it up front).
+func freePort(t *testing.T, listen func(addr string) (io.Closer, error)) int {
+	t.Helper()
+	for range 100 {
+		port := 20000 + rand.IntN(12000)
+		if c, err := listen("127.0.0.1:" + strconv.Itoa(port)); err == nil {
+			c.Close()
+			return port
+		}
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	t.Fatal("no free port in 20000..31999 after 100 tries")
+	return 0
 }
 
 // server is a running `histor serve`.
