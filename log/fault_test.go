@@ -31,6 +31,15 @@ type faultRun struct {
 	size   uint64            // the largest size acknowledged to anyone
 	failed error             // the first call that failed, if any
 	next   int               // the next test entry number
+	// injected tells the injected fault's error; nil means errInjected.
+	injected func(error) bool
+}
+
+func (r *faultRun) isInjected(err error) bool {
+	if r.injected != nil {
+		return r.injected(err)
+	}
+	return errors.Is(err, errInjected)
 }
 
 // scenario appends, signs and reads, checking every answer as it goes.
@@ -77,7 +86,7 @@ func (r *faultRun) append(n int, withEvidence bool) {
 		t.Fatalf("a failed Append moved the head from %d to %d", before.Size, after.Size)
 	}
 	for _, e := range entries {
-		if _, err := r.l.LabelIndex(e.ID); !errors.Is(err, ErrNotFound) && !errors.Is(err, errInjected) {
+		if _, err := r.l.LabelIndex(e.ID); !errors.Is(err, ErrNotFound) && !r.isInjected(err) {
 			t.Fatalf("label %s of a failed Append: %v", e.ID, err)
 		}
 	}
@@ -89,7 +98,7 @@ func (r *faultRun) append(n int, withEvidence bool) {
 		t.Fatalf("a head at the size of a failed Append: %v", err)
 	}
 	for _, e := range ev {
-		if _, err := r.l.Evidence(e.Kind, mtl.SRI(e.Body)); !errors.Is(err, ErrNotFound) && !errors.Is(err, errInjected) {
+		if _, err := r.l.Evidence(e.Kind, mtl.SRI(e.Body)); !errors.Is(err, ErrNotFound) && !r.isInjected(err) {
 			t.Fatalf("evidence of a failed Append: %v", err)
 		}
 	}
@@ -98,7 +107,7 @@ func (r *faultRun) append(n int, withEvidence bool) {
 // refused checks that an error names the injected fault and, once the log
 // stopped, that it says so.
 func (r *faultRun) refused(err error) {
-	if !errors.Is(err, errInjected) {
+	if !r.isInjected(err) {
 		r.t.Fatalf("a call failed without naming the injected fault: %v", err)
 	}
 	if r.failed == nil {
@@ -129,7 +138,7 @@ func (r *faultRun) duplicate(ctx context.Context) {
 	switch {
 	case errors.As(err, &ee) && r.acked[0] != "":
 	case err != nil && r.acked[0] == "":
-	case errors.Is(err, errInjected):
+	case r.isInjected(err):
 		r.refused(err)
 	default:
 		r.t.Fatalf("appending a logged label id again: %v", err)
@@ -142,7 +151,7 @@ func (r *faultRun) reads() {
 	t, l := r.t, r.l
 	h := l.Latest()
 	check := func(what string, err error) bool {
-		if err != nil && !errors.Is(err, errInjected) {
+		if err != nil && !r.isInjected(err) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		return err == nil

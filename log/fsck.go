@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"sort"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/histor-observer/histor/log/format"
@@ -46,10 +47,15 @@ func (f *fsck) problem(format string, args ...any) {
 // head's root from the stored entries, reporting each disagreement. It
 // returns an error only when it could not check at all.
 func Fsck(ctx context.Context, dir string, logger *slog.Logger) (*FsckReport, error) {
+	return fsckDir(ctx, vfs.Default, dir, logger)
+}
+
+// fsckDir is Fsck of dir in fs.
+func fsckDir(ctx context.Context, fs vfs.FS, dir string, logger *slog.Logger) (*FsckReport, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s, err := openPebble(dir, 64<<20, logger, true)
+	s, err := openPebble(dir, storeOptions{fs: fs, cacheBytes: 64 << 20}, logger, true)
 	if err != nil {
 		return nil, err
 	}

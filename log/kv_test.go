@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // storeImpl makes a fresh store and reopens it, keeping what a restart
@@ -20,7 +22,7 @@ var storeImpls = []storeImpl{
 		name: "pebble",
 		open: func(t *testing.T) kvStore {
 			dir := t.TempDir()
-			s, err := openPebble(dir, 1<<20, discardLogger(), false)
+			s, err := openPebble(dir, storeOptions{fs: vfs.Default, cacheBytes: 1 << 20}, discardLogger(), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -32,7 +34,7 @@ var storeImpls = []storeImpl{
 			if err := s.close(); err != nil {
 				t.Fatal(err)
 			}
-			r, err := openPebble(dir, 1<<20, discardLogger(), false)
+			r, err := openPebble(dir, storeOptions{fs: vfs.Default, cacheBytes: 1 << 20}, discardLogger(), false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
@@ -19,6 +20,8 @@ import (
 type Config struct {
 	// Dir is the Pebble directory; created if missing or empty.
 	Dir string
+	// FS holds Dir; nil is the operating system's. Tests put a faulty disk here.
+	FS vfs.FS
 	// Origin is the C2SP checkpoint origin and note key name, e.g.
 	// "histor.example/log". It never changes for a log.
 	Origin string
@@ -51,6 +54,12 @@ type Config struct {
 	// the head on (to a channel, say) rather than block: the next batch's
 	// callers wait for it.
 	OnHead func(Head)
+
+	memTableBytes uint64 // see storeOptions; tests only
+}
+
+func (c *Config) storeOptions() storeOptions {
+	return storeOptions{fs: c.FS, cacheBytes: c.CacheBytes, memTableBytes: c.memTableBytes}
 }
 
 const (
@@ -125,7 +134,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err := createIfMissing(l.cfg, l); err != nil {
 		return nil, err
 	}
-	s, err := openPebble(l.cfg.Dir, l.cfg.CacheBytes, l.logger, false)
+	s, err := openPebble(l.cfg.Dir, l.cfg.storeOptions(), l.logger, false)
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +202,9 @@ func (c *Config) validate() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
+
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/mtl"
 )
@@ -280,7 +282,7 @@ func TestUnfinishedCreationIsRedone(t *testing.T) {
 // Open neither empties the directory nor creates a log; it says why.
 func TestCreationMarkerIsLocked(t *testing.T) {
 	dir := t.TempDir()
-	held, err := lockMarker(filepath.Join(dir, creatingMarker))
+	held, err := lockMarker(vfs.Default, filepath.Join(dir, creatingMarker))
 	if err != nil {
 		t.Fatal(err)
 	}

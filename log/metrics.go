@@ -57,7 +57,16 @@ func newMetrics(reg prometheus.Registerer, l *Log) (*metrics, error) {
 		Name: "histor_log_head_age_seconds",
 		Help: "Seconds since the latest head's timestamp.",
 	}, func() float64 { return l.cfg.Now().Sub(l.Latest().Time).Seconds() })
-	m.all = []prometheus.Collector{m.entries, m.calls, m.refused, m.batch, m.syncSecs, m.size, age}
+	stopped := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "histor_log_stopped",
+		Help: "1 once a failed write or sync stopped the log (it takes no appends until reopened), else 0.",
+	}, func() float64 {
+		if l.failure() != nil {
+			return 1
+		}
+		return 0
+	})
+	m.all = []prometheus.Collector{m.entries, m.calls, m.refused, m.batch, m.syncSecs, m.size, age, stopped}
 	for i, c := range m.all {
 		if err := reg.Register(c); err != nil {
 			m.all = m.all[:i]

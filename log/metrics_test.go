@@ -54,6 +54,7 @@ func TestMetrics(t *testing.T) {
 		"histor_log_tree_size":              5,
 		"histor_log_batch_entries":          3, // batches synced
 		"histor_log_sync_seconds":           3,
+		"histor_log_stopped":                0,
 	}
 	got := gather(t, reg)
 	for name, v := range want {

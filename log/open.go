@@ -6,11 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"slices"
-	"syscall"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/histor-observer/histor/log/format"
@@ -306,33 +306,38 @@ const creatingMarker = ".histor-creating"
 // again, instead of refusing it as a damaged store. The marker is locked
 // while in use, so a second process never empties a log being made.
 func createIfMissing(cfg Config, l *Log) error {
-	dir := cfg.Dir
-	names, err := os.ReadDir(dir)
+	fs, dir := cfg.FS, cfg.Dir
+	names, err := fs.List(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		// The new directory's name is durable once its parent is synced.
+		if err := fs.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("creating log directory: %w", err)
+		}
+		if err := syncDir(fs, fs.PathDir(dir)); err != nil {
+			return err
 		}
 	case err != nil:
 		return fmt.Errorf("reading log directory: %w", err)
 	}
-	unfinished := slices.ContainsFunc(names, func(e os.DirEntry) bool { return e.Name() == creatingMarker })
+	unfinished := slices.Contains(names, creatingMarker)
 	if len(names) > 0 && !unfinished {
 		return nil
 	}
-	marker, err := lockMarker(filepath.Join(dir, creatingMarker))
+	marker := fs.PathJoin(dir, creatingMarker)
+	lock, err := lockMarker(fs, marker)
 	if err != nil {
 		return err
 	}
-	defer marker.Close()
+	defer lock.Close()
 	if unfinished {
 		l.logger.Warn("removing a log whose creation never finished", "dir", dir)
-		if err := emptyExcept(dir, creatingMarker); err != nil {
+		if err := emptyExcept(fs, dir, creatingMarker); err != nil {
 			return err
 		}
 	}
 	made := &Log{cfg: cfg, logger: l.logger, signer: l.signer, verifier: l.verifier}
-	if made.store, err = openPebble(dir, cfg.CacheBytes, l.logger, false); err != nil {
+	if made.store, err = openPebble(dir, cfg.storeOptions(), l.logger, false); err != nil {
 		return err
 	}
 	err = made.load()
@@ -342,45 +347,37 @@ func createIfMissing(cfg Config, l *Log) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(marker.Name()); err != nil {
+	if err := fs.Remove(marker); err != nil {
 		return fmt.Errorf("creating log: %w", err)
 	}
-	return syncDir(dir)
+	return syncDir(fs, dir)
 }
 
 // lockMarker creates (or opens a leftover) marker file, takes an exclusive
-// lock on it without waiting, and makes it durable.
-func lockMarker(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+// lock on it without waiting, and makes its name durable.
+func lockMarker(fs vfs.FS, path string) (io.Closer, error) {
+	lock, err := fs.Lock(path)
 	if err != nil {
-		return nil, fmt.Errorf("creating log: %w", err)
+		return nil, fmt.Errorf("creating log: another process is creating the log in %s: %w", fs.PathDir(path), err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("creating log: another process is creating the log in %s: %w", filepath.Dir(path), err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("creating log: %w", err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		f.Close()
+	if err := syncDir(fs, fs.PathDir(path)); err != nil {
+		lock.Close()
 		return nil, err
 	}
-	return f, nil
+	return lock, nil
 }
 
 // emptyExcept removes everything in dir but the entry named keep.
-func emptyExcept(dir, keep string) error {
-	names, err := os.ReadDir(dir)
+func emptyExcept(fs vfs.FS, dir, keep string) error {
+	names, err := fs.List(dir)
 	if err != nil {
 		return fmt.Errorf("reading log directory: %w", err)
 	}
-	for _, e := range names {
-		if e.Name() == keep {
+	for _, name := range names {
+		if name == keep {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+		if err := fs.RemoveAll(fs.PathJoin(dir, name)); err != nil {
 			return fmt.Errorf("removing an unfinished log: %w", err)
 		}
 	}
@@ -388,8 +385,8 @@ func emptyExcept(dir, keep string) error {
 }
 
 // syncDir makes the entries of dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
 	if err != nil {
 		return fmt.Errorf("creating log: %w", err)
 	}

@@ -3,15 +3,16 @@ package log
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // pebbleStore is the kvStore a node runs: one Pebble database, its WAL
@@ -55,8 +56,7 @@ func (s *pebbleStore) apply(b kvBatch) (func() error, error) {
 		pb.Close()
 		return nil, errStoreClosed
 	}
-	if err := s.db.ApplyNoSyncWait(pb, pebble.Sync); err != nil {
-		pb.Close()
+	if err := applyNoSyncWait(s.db, pb); err != nil {
 		return nil, err
 	}
 	return func() error {
@@ -64,6 +64,28 @@ func (s *pebbleStore) apply(b kvBatch) (func() error, error) {
 		pb.Close()
 		return err
 	}, nil
+}
+
+// applyNoSyncWait applies pb, turning Pebble's fatal commit error (a WAL
+// write that failed, or a new WAL it could not make) into an error: the log stops at it and calls Apply no
+// more, as Pebble's commit pipeline cannot go on after one.
+func applyNoSyncWait(db *pebble.DB, pb *pebble.Batch) (err error) {
+	defer func() {
+		switch p := recover().(type) {
+		case nil:
+		case *pebbleFatal:
+			err = p
+		case error: // rotating the WAL panics with the store's error itself
+			err = &pebbleFatal{msg: "commit: " + p.Error(), err: p}
+		default:
+			panic(p)
+		}
+	}()
+	if err := db.ApplyNoSyncWait(pb, pebble.Sync); err != nil {
+		pb.Close()
+		return err
+	}
+	return nil
 }
 
 func (s *pebbleStore) close() error {
@@ -107,32 +129,51 @@ func (i *pebbleIter) close() error  { return i.it.Close() }
 // looks like a whole Pebble store, and that every live table has the size
 // the MANIFEST recorded (Pebble itself reads a table only when asked, so a
 // truncated one would otherwise pass until the first unlucky read).
-func openPebble(dir string, cacheBytes int64, logger *slog.Logger, readOnly bool) (*pebbleStore, error) {
-	db, cache, err := openPebbleDB(dir, cacheBytes, logger, readOnly)
+func openPebble(dir string, o storeOptions, logger *slog.Logger, readOnly bool) (*pebbleStore, error) {
+	db, cache, err := openPebbleDB(dir, o, logger, readOnly)
 	if err != nil {
 		return nil, err
 	}
 	return &pebbleStore{db: db, cache: cache}, nil
 }
 
-func openPebbleDB(dir string, cacheBytes int64, logger *slog.Logger, readOnly bool) (db *pebble.DB, cache *pebble.Cache, err error) {
-	if err := checkDirShape(dir, readOnly); err != nil {
+// storeOptions are how a log's Pebble store is opened.
+type storeOptions struct {
+	fs         vfs.FS
+	cacheBytes int64
+	// memTableBytes replaces the append path's memtable size when set; tests
+	// make it small to have Pebble flush and compact while they append.
+	memTableBytes uint64
+}
+
+func openPebbleDB(dir string, o storeOptions, logger *slog.Logger, readOnly bool) (db *pebble.DB, cache *pebble.Cache, err error) {
+	fs := o.fs
+	if err := checkDirShape(fs, dir, readOnly); err != nil {
 		return nil, nil, err
 	}
-	c := pebble.NewCache(cacheBytes)
+	c := pebble.NewCache(o.cacheBytes)
 	defer func() {
 		if p := recover(); p != nil {
-			err = corrupt("pebble store", fmt.Errorf("%v", p))
+			perr, ok := p.(error)
+			if !ok {
+				perr = fmt.Errorf("%v", p)
+			}
+			err = corrupt("pebble store", perr)
 		}
 		if err != nil {
 			c.Unref()
 		}
 	}()
-	db, err = pebble.Open(dir, pebbleOptions(c, pebbleLogger{logger}, readOnly))
+	opts := pebbleOptions(c, pebbleLogger{logger}, readOnly)
+	opts.FS = fs
+	if o.memTableBytes > 0 {
+		opts.MemTableSize = o.memTableBytes
+	}
+	db, err = pebble.Open(dir, opts)
 	if err != nil {
 		return nil, nil, corrupt("pebble store", err)
 	}
-	if err := checkTables(db, dir); err != nil {
+	if err := checkTables(fs, db, dir); err != nil {
 		db.Close()
 		return nil, nil, err
 	}
@@ -148,18 +189,18 @@ func openPebbleDB(dir string, cacheBytes int64, logger *slog.Logger, readOnly bo
 	return db, c, nil
 }
 
-func checkDirShape(dir string, readOnly bool) error {
-	names, err := os.ReadDir(dir)
+func checkDirShape(fs vfs.FS, dir string, readOnly bool) error {
+	names, err := fs.List(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		if readOnly {
 			return ErrNoLog
 		}
-		return os.MkdirAll(dir, 0o700)
+		return fs.MkdirAll(dir, 0o700)
 	}
 	if err != nil {
 		return fmt.Errorf("reading log directory: %w", err)
 	}
-	if i := slices.IndexFunc(names, func(e os.DirEntry) bool { return e.Name() == creatingMarker }); i >= 0 {
+	if i := slices.Index(names, creatingMarker); i >= 0 {
 		if readOnly {
 			return fmt.Errorf("%w: its creation never finished (%s is there)", ErrNoLog, creatingMarker)
 		}
@@ -174,9 +215,9 @@ func checkDirShape(dir string, readOnly bool) error {
 	var current bool
 	var options string // the newest; names sort by their file number
 	for _, n := range names {
-		current = current || n.Name() == "CURRENT"
-		if strings.HasPrefix(n.Name(), "OPTIONS-") && n.Name() > options {
-			options = n.Name()
+		current = current || n == "CURRENT"
+		if strings.HasPrefix(n, "OPTIONS-") && n > options {
+			options = n
 		}
 	}
 	if !current {
@@ -185,24 +226,32 @@ func checkDirShape(dir string, readOnly bool) error {
 	if options == "" {
 		return corrupt("pebble OPTIONS file", errors.New("missing"))
 	}
-	return checkOptionsFile(filepath.Join(dir, options))
+	return checkOptionsFile(fs, fs.PathJoin(dir, options))
 }
 
 // checkOptionsFile refuses a truncated or emptied OPTIONS file, which Pebble
 // itself would accept silently.
-func checkOptionsFile(path string) error {
-	b, err := os.ReadFile(path)
+func checkOptionsFile(fs vfs.FS, path string) error {
+	f, err := fs.Open(path)
+	if err != nil {
+		return corrupt("pebble OPTIONS file", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxOptionsBytes))
 	if err != nil {
 		return corrupt("pebble OPTIONS file", err)
 	}
 	text := string(b)
 	if !strings.Contains(text, "[Version]") || !strings.Contains(text, "[Options]") || !strings.HasSuffix(text, "\n") {
-		return corrupt("pebble OPTIONS file "+filepath.Base(path), errors.New("truncated or not Pebble's"))
+		return corrupt("pebble OPTIONS file "+fs.PathBase(path), errors.New("truncated or not Pebble's"))
 	}
 	return nil
 }
 
-func checkTables(db *pebble.DB, dir string) error {
+// maxOptionsBytes bounds the OPTIONS file read (Pebble's is about 2 KiB).
+const maxOptionsBytes = 1 << 20
+
+func checkTables(fs vfs.FS, db *pebble.DB, dir string) error {
 	levels, err := db.SSTables()
 	if err != nil {
 		return corrupt("pebble table list", err)
@@ -210,7 +259,7 @@ func checkTables(db *pebble.DB, dir string) error {
 	for _, level := range levels {
 		for _, t := range level {
 			name := fmt.Sprintf("%06d.sst", t.BackingSSTNum)
-			fi, err := os.Stat(filepath.Join(dir, name))
+			fi, err := fs.Stat(fs.PathJoin(dir, name))
 			if err != nil {
 				return corrupt("pebble table "+name, err)
 			}
@@ -264,10 +313,17 @@ func pebbleOptions(cache *pebble.Cache, logger pebble.Logger, readOnly bool) *pe
 	return opts.EnsureDefaults()
 }
 
-// pebbleLogger routes Pebble's messages into slog; Pebble's fatal errors
-// panic rather than exit, so Open can turn them into a CorruptError.
+// pebbleLogger routes Pebble's messages into slog. Pebble calls Fatalf when it
+// cannot go on (a WAL write that failed, a MANIFEST it cannot sync, damage it
+// finds): the message is logged as an error, then Fatalf panics with a
+// *pebbleFatal rather than exiting, so Open turns it into a CorruptError and
+// an append into a stopped log. In Pebble's own goroutines the panic ends the
+// process, after the logged message said why; what was synced reopens whole.
 type pebbleLogger struct {
-	logger interface{ Info(string, ...any) }
+	logger interface {
+		Info(string, ...any)
+		Error(string, ...any)
+	}
 }
 
 func (p pebbleLogger) Infof(format string, args ...any) {
@@ -275,5 +331,23 @@ func (p pebbleLogger) Infof(format string, args ...any) {
 }
 
 func (p pebbleLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("pebble: "+format, args...))
+	f := &pebbleFatal{msg: fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			f.err = err
+			break
+		}
+	}
+	p.logger.Error("pebble cannot go on", "component", "pebble", "err", f.msg)
+	panic(f)
 }
+
+// pebbleFatal is what Pebble's Fatalf panics with: its message, and the error
+// among its arguments (the store's, say ENOSPC), which it wraps.
+type pebbleFatal struct {
+	msg string
+	err error
+}
+
+func (f *pebbleFatal) Error() string { return "pebble: " + f.msg }
+func (f *pebbleFatal) Unwrap() error { return f.err }

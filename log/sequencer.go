@@ -307,6 +307,10 @@ func (l *Log) markPending(keys []string) {
 	}
 }
 
+// Stopped is the *StoppedError that stopped the log, or nil while it takes
+// appends. Reads go on after it; a node reports it on /health.
+func (l *Log) Stopped() error { return l.failure() }
+
 func (l *Log) failure() error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
