@@ -26,6 +26,9 @@ type Log interface {
 	Evidence(kind, sri string) ([]byte, error)
 	HashTile(level, index uint64, width int) ([]byte, error)
 	EntryBundle(index uint64, width int) ([]byte, error)
+	// Stopped is the error that stopped the log's appends (a failed write or
+	// sync), or nil.
+	Stopped() error
 }
 
 // cacheImmutable is sent with anything addressed by content or by a
@@ -107,6 +110,11 @@ func (a *api) serveHealth(w http.ResponseWriter, r *http.Request) {
 	if a.crawls != nil {
 		running, lastErr = a.crawls.status()
 	}
+	var logErr *string
+	if err := a.log.Stopped(); err != nil {
+		msg := err.Error()
+		logErr = &msg
+	}
 	body, err := json.Marshal(struct {
 		OK             bool    `json:"ok"`
 		Service        string  `json:"service"`
@@ -116,7 +124,8 @@ func (a *api) serveHealth(w http.ResponseWriter, r *http.Request) {
 		TreeSize       uint64  `json:"tree_size"`
 		CrawlRunning   bool    `json:"crawl_running"`
 		LastCrawlError *string `json:"last_crawl_error"`
-	}{true, "histor", a.version, a.profile, "pebble", a.log.Size(), running, lastErr})
+		LogError       *string `json:"log_error"`
+	}{logErr == nil, "histor", a.version, a.profile, "pebble", a.log.Size(), running, lastErr, logErr})
 	if err != nil {
 		a.internal(w, r, "encoding health", err)
 		return

@@ -2,16 +2,23 @@ package node
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/registry/registrytest"
+	"github.com/histor-observer/histor/internal/faultfs"
+	hlog "github.com/histor-observer/histor/log"
+	"github.com/histor-observer/histor/log/awr"
 )
 
 // stubCrawls is a crawlControl whose answers the test sets.
@@ -160,5 +167,44 @@ func TestStatsReportsRunningCrawl(t *testing.T) {
 	crawls.stop() // waits for the crawl to end
 	if c := stats(); c.Running || c.RunningSince != nil || string(c.Progress) != "null" {
 		t.Errorf("after the crawl: %+v %s", c, c.Progress)
+	}
+}
+
+// TestHealthReportsStoppedLog: once a failed write stopped the log (its disk failing from
+// then on), /health says ok false and names the cause in log_error; before, ok and null.
+func TestHealthReportsStoppedLog(t *testing.T) {
+	tn := newTestNode(t, 1)
+	seed := sha256.Sum256([]byte("health"))
+	key := ed25519.NewKeyFromSeed(seed[:])
+	sw := &faultfs.Plan{Kinds: []faultfs.Op{faultfs.Write}}
+	l, err := hlog.Open(context.Background(), hlog.Config{Dir: "log", FS: faultfs.Wrap(vfs.NewMem(), sw),
+		Origin: "health.test/log", Key: key, DID: awr.DIDKey(key.Public().(ed25519.PublicKey))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	health := func() (ok bool, logErr *string) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		newAPI(l, nil, tn.node.cfg).ServeHTTP(rec, httptest.NewRequest("GET", "/health", nil))
+		var h struct {
+			OK     bool    `json:"ok"`
+			LogErr *string `json:"log_error"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil {
+			t.Fatal(err)
+		}
+		return h.OK, h.LogErr
+	}
+	if ok, logErr := health(); !ok || logErr != nil {
+		t.Fatalf("health of a working log: ok %v, log_error %v", ok, logErr)
+	}
+	sw.At, sw.Sticky = sw.Seen()+1, true
+	if _, err := l.Append(context.Background(), []hlog.Entry{{ID: "urn:uuid:health-1", Label: []byte(`{}`)}}, nil); err == nil {
+		t.Fatal("an append over a failing disk was acknowledged")
+	}
+	ok, logErr := health()
+	if ok || logErr == nil || !strings.Contains(*logErr, "log stopped after a failed") || !strings.Contains(*logErr, faultfs.ErrInjected.Error()) {
+		t.Fatalf("health of a stopped log: ok %v, log_error %q", ok, deref(logErr))
 	}
 }
