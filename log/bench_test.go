@@ -11,6 +11,8 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/internal/pebbledb"
 )
 
 // benchLabel is a 1 KiB label with a unique id.
@@ -76,7 +78,7 @@ func benchAppend(b *testing.B, perCall int) {
 func BenchmarkRawPebbleSyncedBatch(b *testing.B) {
 	cache := pebble.NewCache(defaultCacheBytes)
 	defer cache.Unref()
-	db, err := pebble.Open(b.TempDir(), pebbleOptions(cache, pebbleLogger{discardLogger()}, false))
+	db, err := pebble.Open(b.TempDir(), pebbleOptions(cache, pebbledb.Logger{}, false))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -181,7 +183,7 @@ func BenchmarkMetricsPerBatch(b *testing.B) {
 	b.Run("raw-pebble-batch", func(b *testing.B) {
 		cache := pebble.NewCache(defaultCacheBytes)
 		defer cache.Unref()
-		db, err := pebble.Open(b.TempDir(), pebbleOptions(cache, pebbleLogger{discardLogger()}, false))
+		db, err := pebble.Open(b.TempDir(), pebbleOptions(cache, pebbledb.Logger{}, false))
 		if err != nil {
 			b.Fatal(err)
 		}

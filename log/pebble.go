@@ -13,6 +13,8 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/histor-observer/histor/internal/pebbledb"
 )
 
 // pebbleStore is the kvStore a node runs: one Pebble database, its WAL
@@ -66,26 +68,15 @@ func (s *pebbleStore) apply(b kvBatch) (func() error, error) {
 	}, nil
 }
 
-// applyNoSyncWait applies pb, turning Pebble's fatal commit error (a WAL
-// write that failed, or a new WAL it could not make) into an error: the log stops at it and calls Apply no
-// more, as Pebble's commit pipeline cannot go on after one.
-func applyNoSyncWait(db *pebble.DB, pb *pebble.Batch) (err error) {
-	defer func() {
-		switch p := recover().(type) {
-		case nil:
-		case *pebbleFatal:
-			err = p
-		case error: // rotating the WAL panics with the store's error itself
-			err = &pebbleFatal{msg: "commit: " + p.Error(), err: p}
-		default:
-			panic(p)
-		}
-	}()
-	if err := db.ApplyNoSyncWait(pb, pebble.Sync); err != nil {
+// applyNoSyncWait applies pb, turning Pebble's fatal commit error (a WAL write
+// that failed, or a new WAL it could not make) into an error: the log stops at it
+// and calls Apply no more, as Pebble's commit pipeline cannot go on after one.
+func applyNoSyncWait(db *pebble.DB, pb *pebble.Batch) error {
+	err := pebbledb.Apply(func() error { return db.ApplyNoSyncWait(pb, pebble.Sync) })
+	if err != nil {
 		pb.Close()
-		return err
 	}
-	return nil
+	return err
 }
 
 func (s *pebbleStore) close() error {
@@ -164,7 +155,7 @@ func openPebbleDB(dir string, o storeOptions, logger *slog.Logger, readOnly bool
 			c.Unref()
 		}
 	}()
-	opts := pebbleOptions(c, pebbleLogger{logger}, readOnly)
+	opts := pebbleOptions(c, pebbledb.Logger{L: logger}, readOnly)
 	opts.FS = fs
 	if o.memTableBytes > 0 {
 		opts.MemTableSize = o.memTableBytes
@@ -312,42 +303,3 @@ func pebbleOptions(cache *pebble.Cache, logger pebble.Logger, readOnly bool) *pe
 	}
 	return opts.EnsureDefaults()
 }
-
-// pebbleLogger routes Pebble's messages into slog. Pebble calls Fatalf when it
-// cannot go on (a WAL write that failed, a MANIFEST it cannot sync, damage it
-// finds): the message is logged as an error, then Fatalf panics with a
-// *pebbleFatal rather than exiting, so Open turns it into a CorruptError and
-// an append into a stopped log. In Pebble's own goroutines the panic ends the
-// process, after the logged message said why; what was synced reopens whole.
-type pebbleLogger struct {
-	logger interface {
-		Info(string, ...any)
-		Error(string, ...any)
-	}
-}
-
-func (p pebbleLogger) Infof(format string, args ...any) {
-	p.logger.Info(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-func (p pebbleLogger) Fatalf(format string, args ...any) {
-	f := &pebbleFatal{msg: fmt.Sprintf(format, args...)}
-	for _, a := range args {
-		if err, ok := a.(error); ok {
-			f.err = err
-			break
-		}
-	}
-	p.logger.Error("pebble cannot go on", "component", "pebble", "err", f.msg)
-	panic(f)
-}
-
-// pebbleFatal is what Pebble's Fatalf panics with: its message, and the error
-// among its arguments (the store's, say ENOSPC), which it wraps.
-type pebbleFatal struct {
-	msg string
-	err error
-}
-
-func (f *pebbleFatal) Error() string { return "pebble: " + f.msg }
-func (f *pebbleFatal) Unwrap() error { return f.err }

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,43 +19,19 @@ import (
 	"github.com/histor-observer/histor/internal/faultfs"
 )
 
-// armable passes every call until armed, then asks its injector.
-type armable struct {
-	mu  sync.Mutex
-	inj faultfs.Injector
-}
-
-func (a *armable) arm(inj faultfs.Injector) {
-	a.mu.Lock()
-	a.inj = inj
-	a.mu.Unlock()
-}
-
-func (a *armable) Inject(op faultfs.Op, path string, n int) error {
-	a.mu.Lock()
-	inj := a.inj
-	a.mu.Unlock()
-	if inj == nil {
-		return nil
-	}
-	return inj.Inject(op, path, n)
-}
-
-func storageFault(err error) bool {
-	return errors.Is(err, faultfs.ErrInjected) || errors.Is(err, syscall.ENOSPC)
-}
+func storageFault(err error) bool { return faultfs.IsFault(err) }
 
 // pebbleFault is one run of the fault scenario on Pebble over a disk kept in memory, whose
 // unsynced writes a crash loses.
 type pebbleFault struct {
 	t   *testing.T
 	mem *vfs.MemFS
-	sw  *armable
+	sw  *faultfs.Switch
 	reg *prometheus.Registry
 }
 
 func newPebbleFault(t *testing.T) *pebbleFault {
-	return &pebbleFault{t: t, mem: vfs.NewStrictMem(), sw: &armable{}, reg: prometheus.NewRegistry()}
+	return &pebbleFault{t: t, mem: vfs.NewStrictMem(), sw: &faultfs.Switch{}, reg: prometheus.NewRegistry()}
 }
 
 func (p *pebbleFault) config(fs vfs.FS) Config {
@@ -74,7 +49,7 @@ func (p *pebbleFault) run(inj faultfs.Injector) *faultRun {
 	if err != nil {
 		t.Fatalf("opening before the fault: %v", err)
 	}
-	p.sw.arm(inj)
+	p.sw.Arm(inj)
 	r := &faultRun{t: t, l: l, acked: map[uint64]string{}, injected: storageFault}
 	r.scenario()
 	r.stoppedSaysSo()
@@ -84,7 +59,7 @@ func (p *pebbleFault) run(inj faultfs.Injector) *faultRun {
 	if err := l.Close(); err != nil && !storageFault(err) {
 		t.Fatalf("closing after the fault: %v", err)
 	}
-	p.sw.arm(nil)
+	p.sw.Arm(nil)
 	return r
 }
 
@@ -152,7 +127,7 @@ func TestPebbleFaults(t *testing.T) {
 	{
 		p := newPebbleFault(t)
 		plans := map[faultfs.Op]*faultfs.Plan{}
-		var all multi
+		var all faultfs.All
 		for _, op := range faultfs.Ops {
 			plans[op] = &faultfs.Plan{Kinds: []faultfs.Op{op}}
 			all = append(all, plans[op])
@@ -175,7 +150,7 @@ func TestPebbleFaults(t *testing.T) {
 	}
 	stopped := 0
 	for _, op := range faultfs.Ops {
-		for _, at := range spread(counts[op], 12) {
+		for _, at := range faultfs.Spread(counts[op], 12) {
 			for _, sticky := range []bool{false, true} {
 				name := fmt.Sprintf("%s#%d/%s", op, at, map[bool]string{false: "once", true: "from-then-on"}[sticky])
 				t.Run(name, func(t *testing.T) {
@@ -211,35 +186,6 @@ func TestPebbleFaults(t *testing.T) {
 	if stopped == 0 {
 		t.Fatal("no fault stopped the log: the test failed nothing that mattered")
 	}
-}
-
-// multi asks every injector; the first error wins.
-type multi []faultfs.Injector
-
-func (m multi) Inject(op faultfs.Op, path string, n int) error {
-	var first error
-	for _, inj := range m {
-		if err := inj.Inject(op, path, n); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// spread picks at most k call numbers from 1..n, the first and last among them.
-func spread(n, k int) []int {
-	if n <= k {
-		out := make([]int, n)
-		for i := range out {
-			out[i] = i + 1
-		}
-		return out
-	}
-	out := make([]int, 0, k)
-	for i := range k {
-		out = append(out, 1+i*(n-1)/(k-1))
-	}
-	return out
 }
 
 // gauge reads the gauge name from reg; -1 if it is not there.
@@ -291,18 +237,18 @@ func TestPebbleFaultChild(t *testing.T) {
 	}
 	c.Op = faultfs.Op(op)
 	counts := map[faultfs.Op]*faultfs.Plan{}
-	all := multi{&faultfs.Plan{Kinds: []faultfs.Op{c.Op}, At: c.At, Sticky: c.Sticky}}
+	all := faultfs.All{&faultfs.Plan{Kinds: []faultfs.Op{c.Op}, At: c.At, Sticky: c.Sticky}}
 	for _, o := range faultfs.Ops {
 		counts[o] = &faultfs.Plan{Kinds: []faultfs.Op{o}}
 		all = append(all, counts[o])
 	}
-	sw := &armable{}
+	sw := &faultfs.Switch{}
 	cfg := testConfig(c.Dir)
 	cfg.FS = faultfs.Wrap(vfs.Default, sw)
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	cfg.memTableBytes = 64 << 10
 	if c.Mode == "open" {
-		sw.arm(all)
+		sw.Arm(all)
 	}
 	l, err := Open(context.Background(), cfg)
 	if err != nil {
@@ -311,7 +257,7 @@ func TestPebbleFaultChild(t *testing.T) {
 	}
 	fmt.Println("opened", l.Size())
 	if c.Mode == "append" {
-		sw.arm(all)
+		sw.Arm(all)
 		childAppends(l)
 	}
 	l.Close()
@@ -428,7 +374,7 @@ func TestPebbleFaultsInChild(t *testing.T) {
 			t.Fatalf("%s without faults: %+v", mode, clean)
 		}
 		for _, op := range faultfs.Ops {
-			for _, at := range spread(clean.calls[op], 6) {
+			for _, at := range faultfs.Spread(clean.calls[op], 6) {
 				for _, sticky := range []bool{false, true} {
 					c := faultChild{Mode: mode, Dir: copyDir(t, stored), Op: op, At: at, Sticky: sticky}
 					res := runFaultChild(t, c)

@@ -47,19 +47,22 @@ type api struct {
 	maxEntries uint64
 	version    string
 	profile    string // Config.Profile, for /health
-	logger     *slog.Logger
-	operator   operatorToken
-	crawls     crawlControl            // nil without a crawler
-	metrics    http.Handler            // the registry's exposition; nil: /metrics is 404
-	read       atomic.Pointer[ReadAPI] // the reading API's data; nil until set (servers.go)
-	check      *checker                // POST /api/v1/check; nil answers 503
-	fed        *federation             // witness, cosigned checkpoint, evidence; nil without one
-	events     *eventParts             // /api/v1/security-events, /security-feed.xml; nil: 503
-	mcp        http.Handler            // the MCP face at /mcp; nil: 503
-	webhooks   *webhooks               // the operator's delivery log; nil without subscriptions
-	receipts   *receiptsLog            // the receipts log; nil answers 404
-	agent      *aimarketPeer           // the AIMarket peer routes; nil answers 503
-	packages   *packageView            // the sandbox's runs: census, package member; nil without crawl state
+	// stores names the node's stores (besides the log) that a failed write stopped, for
+	// /health; nil: none to report.
+	stores   func() map[string]string
+	logger   *slog.Logger
+	operator operatorToken
+	crawls   crawlControl            // nil without a crawler
+	metrics  http.Handler            // the registry's exposition; nil: /metrics is 404
+	read     atomic.Pointer[ReadAPI] // the reading API's data; nil until set (servers.go)
+	check    *checker                // POST /api/v1/check; nil answers 503
+	fed      *federation             // witness, cosigned checkpoint, evidence; nil without one
+	events   *eventParts             // /api/v1/security-events, /security-feed.xml; nil: 503
+	mcp      http.Handler            // the MCP face at /mcp; nil: 503
+	webhooks *webhooks               // the operator's delivery log; nil without subscriptions
+	receipts *receiptsLog            // the receipts log; nil answers 404
+	agent    *aimarketPeer           // the AIMarket peer routes; nil answers 503
+	packages *packageView            // the sandbox's runs: census, package member; nil without crawl state
 }
 
 // crawlControl is what the API asks of the node's crawls.
@@ -115,6 +118,10 @@ func (a *api) serveHealth(w http.ResponseWriter, r *http.Request) {
 		msg := err.Error()
 		logErr = &msg
 	}
+	stores := map[string]string{}
+	if a.stores != nil {
+		stores = a.stores()
+	}
 	body, err := json.Marshal(struct {
 		OK             bool    `json:"ok"`
 		Service        string  `json:"service"`
@@ -125,7 +132,9 @@ func (a *api) serveHealth(w http.ResponseWriter, r *http.Request) {
 		CrawlRunning   bool    `json:"crawl_running"`
 		LastCrawlError *string `json:"last_crawl_error"`
 		LogError       *string `json:"log_error"`
-	}{logErr == nil, "histor", a.version, a.profile, "pebble", a.log.Size(), running, lastErr, logErr})
+		// StoreErrors names the node's other stores a failed write stopped.
+		StoreErrors map[string]string `json:"store_errors"`
+	}{logErr == nil && len(stores) == 0, "histor", a.version, a.profile, "pebble", a.log.Size(), running, lastErr, logErr, stores})
 	if err != nil {
 		a.internal(w, r, "encoding health", err)
 		return

@@ -13,12 +13,14 @@ import (
 
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/registry/registrytest"
 	"github.com/histor-observer/histor/internal/faultfs"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/witness"
 )
 
 // stubCrawls is a crawlControl whose answers the test sets.
@@ -206,5 +208,44 @@ func TestHealthReportsStoppedLog(t *testing.T) {
 	ok, logErr := health()
 	if ok || logErr == nil || !strings.Contains(*logErr, "log stopped after a failed") || !strings.Contains(*logErr, faultfs.ErrInjected.Error()) {
 		t.Fatalf("health of a stopped log: ok %v, log_error %q", ok, deref(logErr))
+	}
+}
+
+// TestHealthReportsStoppedStores: once a failed write stopped one of the node's other stores
+// (here its witness, over a disk failing from then on), /health says ok false and names the
+// store and the cause in store_errors; before, ok and an empty object.
+func TestHealthReportsStoppedStores(t *testing.T) {
+	tn := newTestNode(t, 1)
+	nd := tn.node
+	plan := &faultfs.Plan{Kinds: []faultfs.Op{faultfs.Write}}
+	seed := sha256.Sum256([]byte("health witness"))
+	w, err := witness.New(witness.Config{
+		Dir: "witness", FS: faultfs.Wrap(vfs.NewMem(), plan), Name: "health.test/w", Key: ed25519.NewKeyFromSeed(seed[:]),
+		Logs: map[string]note.Verifier{nd.cfg.LogOrigin: mustVerifier(nd.cfg.LogOrigin, nd.id.logKey)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd.fed.wit = w // the test node witnesses nothing; Close closes this one
+	health := func() (ok bool, stores map[string]string) {
+		t.Helper()
+		var h struct {
+			OK     bool              `json:"ok"`
+			Stores map[string]string `json:"store_errors"`
+		}
+		getJSON(t, tn, "/health", &h)
+		return h.OK, h.Stores
+	}
+	if ok, stores := health(); !ok || stores == nil || len(stores) != 0 {
+		t.Fatalf("health with every store working: ok %v, store_errors %v", ok, stores)
+	}
+	plan.At, plan.Sticky = plan.Seen()+1, true
+	body := witness.Request{Checkpoint: nd.log.Latest().Checkpoint}.Marshal()
+	if res, err := w.AddCheckpoint(context.Background(), body); err == nil {
+		t.Fatalf("a cosignature over a failing disk was given: %d %s", res.Status, res.Body)
+	}
+	ok, stores := health()
+	if ok || !strings.Contains(stores["witness"], faultfs.ErrInjected.Error()) || len(stores) != 1 {
+		t.Fatalf("health with a stopped witness: ok %v, store_errors %v", ok, stores)
 	}
 }

@@ -237,6 +237,7 @@ func (n *Node) openAPI(context.Context) error {
 		return err
 	}
 	a.fed = n.fed
+	a.stores = n.stoppedStores
 	a.events, a.webhooks = n.events, n.webhooks
 	a.mcp = n.mcpFace(a)
 	a.packages = n.packageView()
@@ -256,4 +257,32 @@ func (n *Node) closeAPI() error {
 	n.api.Store(nil)
 	n.serving.Unlock()
 	return nil
+}
+
+// stoppedStores names each of the node's stores whose writes a failed one stopped (a
+// full or failing disk), with its error, for /health; empty while every store takes
+// writes. The log is reported apart, as HISTOR's log_error.
+func (n *Node) stoppedStores() map[string]string {
+	out := map[string]string{}
+	add := func(name string, s interface{ Stopped() error }) {
+		if err := s.Stopped(); err != nil {
+			out[name] = err.Error()
+		}
+	}
+	if w := n.fed.wit; w != nil {
+		add("witness", w)
+	}
+	if m := n.fed.mirror.Load(); m != nil {
+		add("mirror", m)
+	}
+	if p := n.fed.peers.Load(); p != nil {
+		add("peers", p)
+	}
+	if st := n.state; st != nil {
+		add("crawl_state", st)
+	}
+	if ep := n.events; ep != nil && ep.store != nil {
+		add("events", ep.store)
+	}
+	return out
 }

@@ -213,7 +213,8 @@ func checkCosigned(t testing.TB, l *testLog, checkpoint, answer []byte) {
 	}
 }
 
-// metricSum is the sum of a counter family's series on reg whose labels include want.
+// metricSum is the sum of a counter or gauge family's series on reg whose labels include
+// want.
 func metricSum(t testing.TB, reg *prometheus.Registry, name string, want ...string) float64 {
 	t.Helper()
 	families, err := reg.Gather()
@@ -236,7 +237,7 @@ func metricSum(t testing.TB, reg *prometheus.Registry, name string, want ...stri
 					continue series
 				}
 			}
-			sum += m.GetCounter().GetValue()
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return sum

@@ -11,10 +11,12 @@ type metrics struct {
 	duration     prometheus.Histogram
 	cosignatures prometheus.Counter
 	forks        *prometheus.CounterVec
+	stopped      prometheus.GaugeFunc
 }
 
 // newMetrics registers the witness's series on reg; with a nil reg they count into nothing.
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// stopped is read by histor_witness_stopped.
+func newMetrics(reg prometheus.Registerer, stopped func() error) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "histor_witness_add_checkpoint_requests_total",
@@ -33,6 +35,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "histor_witness_forks_total",
 			Help: "Equivocation bundles newly stored, by kind (same-size, failed-proof).",
 		}, []string{"kind"}),
+		stopped: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "histor_witness_stopped",
+			Help: "1 once a failed store write stopped the witness's cosigning (until it is reopened), else 0.",
+		}, func() float64 {
+			if stopped() != nil {
+				return 1
+			}
+			return 0
+		}),
 	}
 	// Every label value exists from the start, so a rate over a quiet witness reads 0.
 	for _, o := range []Outcome{OutcomeCosigned, OutcomeMalformed, OutcomeTooLarge, OutcomeUnknownLog,
@@ -45,7 +56,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.cosignatures, m.forks} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.cosignatures, m.forks, m.stopped} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

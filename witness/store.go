@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 
-	"github.com/histor-observer/histor/internal/pebblelog"
+	"github.com/histor-observer/histor/internal/pebbledb"
 )
 
 // kv is what the witness needs of its database. commit is atomic and durable: when it
@@ -86,8 +88,8 @@ func decodePast(b []byte) ([32]byte, []byte, error) {
 // pebbleKV is the witness's Pebble database, every commit synced.
 type pebbleKV struct{ db *pebble.DB }
 
-func openPebble(dir string) (*pebbleKV, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebblelog.Quiet{}})
+func openPebble(dir string, fs vfs.FS, logger *slog.Logger) (*pebbleKV, error) {
+	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(logger), FS: fs})
 	if err != nil {
 		return nil, fmt.Errorf("opening witness store %s: %w", dir, err)
 	}
@@ -114,7 +116,9 @@ func (p *pebbleKV) commit(pairs []kvPair) error {
 			return err
 		}
 	}
-	return b.Commit(pebble.Sync)
+	// A WAL write that fails is fatal to Pebble: it panics in this goroutine (the request's),
+	// and Apply turns that into the error that stops the witness's writes.
+	return pebbledb.Apply(func() error { return b.Commit(pebble.Sync) })
 }
 
 func (p *pebbleKV) scan(prefix []byte, fn func(key, value []byte) error) error {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
@@ -40,6 +41,10 @@ type Config struct {
 	// note verifier (note.NewVerifier of its vkey), and its key name must be the origin.
 	// AddLog adds more while the witness runs.
 	Logs map[string]note.Verifier
+
+	// FS is the file system Dir is on; nil means the operating system's. Tests put a failing
+	// disk here.
+	FS vfs.FS
 
 	// Clock gives the time of every cosignature; nil means time.Now.
 	Clock func() time.Time
@@ -127,11 +132,11 @@ func New(c Config) (*Witness, error) {
 			return nil, fmt.Errorf("opening witness: %w", err)
 		}
 	}
-	db, err := openPebble(c.Dir)
+	db, err := openPebble(c.Dir, c.FS, w.logger)
 	if err != nil {
 		return nil, fmt.Errorf("opening witness: %w", err)
 	}
-	if w.metrics, err = newMetrics(c.Registerer); err != nil {
+	if w.metrics, err = newMetrics(c.Registerer, w.Stopped); err != nil {
 		db.close()
 		return nil, fmt.Errorf("opening witness: registering metrics: %w", err)
 	}
@@ -149,6 +154,16 @@ func (w *Witness) Close() error {
 	w.closed = true
 	if err := w.db.close(); err != nil {
 		return fmt.Errorf("closing witness store: %w", err)
+	}
+	return nil
+}
+
+// Stopped is the failed write that stopped the witness's cosigning, nil while it cosigns.
+// After one the witness answers every add-checkpoint that would cosign with an error (500)
+// until it is reopened; reads go on.
+func (w *Witness) Stopped() error {
+	if first := w.stopped.Load(); first != nil {
+		return *first
 	}
 	return nil
 }

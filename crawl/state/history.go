@@ -219,7 +219,7 @@ func (s *Store) pruneReports(before string) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
 		return 0, fmt.Errorf("pruning client reports: %w", err)
 	}
 	return n, nil

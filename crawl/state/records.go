@@ -52,7 +52,7 @@ func (s *Store) CommitAll(us []Update) error {
 			return err
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
 		return fmt.Errorf("writing crawl state: %w", err)
 	}
 	for i, u := range us {
@@ -133,7 +133,7 @@ func (s *Store) PutTargets(ts []Target) error {
 			return err
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
 		return fmt.Errorf("writing targets: %w", err)
 	}
 	return nil
@@ -292,7 +292,7 @@ func (s *Store) put(key string, v any) error {
 	if err := setJSON(b, key, v); err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
 		return fmt.Errorf("writing %s: %w", key, err)
 	}
 	return nil

@@ -20,7 +20,7 @@ import (
 	"github.com/cockroachdb/pebble"
 
 	"github.com/histor-observer/histor/crawl/registry"
-	"github.com/histor-observer/histor/internal/pebblelog"
+	"github.com/histor-observer/histor/internal/pebbledb"
 )
 
 // ErrNotFound is returned when a key holds no record.
@@ -203,6 +203,7 @@ type Run struct {
 // Store is an open state database. It is safe for concurrent use.
 type Store struct {
 	db     *pebble.DB
+	guard  pebbledb.Guard // every synced write; stopped by the first fatal one
 	logger *slog.Logger
 	// commitMu serialises CommitAll, so change sequence numbers are
 	// assigned in commit order without gaps or repeats, and the client
@@ -218,7 +219,7 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebblelog.Quiet{}})
+	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(logger)})
 	if err != nil {
 		return nil, fmt.Errorf("opening crawl state %s: %w", dir, err)
 	}
@@ -232,3 +233,7 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// Stopped is the failed write that stopped the crawl state's writes (Pebble's commit pipeline
+// cannot go on after one), nil while it takes them. Reads go on; reopening clears it.
+func (s *Store) Stopped() error { return s.guard.Stopped() }

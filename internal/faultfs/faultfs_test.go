@@ -2,6 +2,7 @@ package faultfs
 
 import (
 	"errors"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -86,5 +87,33 @@ func TestFull(t *testing.T) {
 	}
 	if full.Used() != 10 || full.Refused() != 1 {
 		t.Fatalf("used %d, refused %d", full.Used(), full.Refused())
+	}
+}
+
+func TestSwitchAllSpread(t *testing.T) {
+	var s Switch
+	if err := s.Inject(Write, "a", 1); err != nil {
+		t.Fatalf("an unarmed switch failed a call: %v", err)
+	}
+	count := &Plan{}
+	s.Arm(All{count, &Plan{Kinds: []Op{Sync}, At: 1}})
+	if err := s.Inject(Write, "a", 1); err != nil {
+		t.Fatalf("a write: %v", err)
+	}
+	if err := s.Inject(Sync, "a", 0); !IsFault(err) {
+		t.Fatalf("the first sync: %v", err)
+	}
+	if count.Seen() != 2 {
+		t.Fatalf("All asked the counting plan %d times, want 2", count.Seen())
+	}
+	s.Arm(nil)
+	if err := s.Inject(Sync, "a", 0); err != nil || count.Seen() != 2 {
+		t.Fatalf("a disarmed switch: %v, %d", err, count.Seen())
+	}
+	if got := Spread(3, 5); !slices.Equal(got, []int{1, 2, 3}) {
+		t.Fatalf("Spread(3, 5) = %v", got)
+	}
+	if got := Spread(10, 4); !slices.Equal(got, []int{1, 4, 7, 10}) {
+		t.Fatalf("Spread(10, 4) = %v", got)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 
-	"github.com/histor-observer/histor/internal/pebblelog"
+	"github.com/histor-observer/histor/internal/pebbledb"
 )
 
 // ErrNotFound is returned by Meta when a key holds nothing.
@@ -40,8 +40,9 @@ type Item struct {
 
 // Store is an open event database. It is safe for concurrent use.
 type Store struct {
-	db *pebble.DB
-	mu sync.Mutex // serialises Append, so cursors are assigned without gaps or repeats
+	db    *pebble.DB
+	guard pebbledb.Guard // every synced write; stopped by the first fatal one
+	mu    sync.Mutex     // serialises Append, so cursors are assigned without gaps or repeats
 	// last is the newest cursor assigned; guarded by mu, also read under it.
 	last uint64
 	// appended is closed and replaced on every fresh Append; guarded by mu.
@@ -50,7 +51,7 @@ type Store struct {
 
 // Open opens (or creates) the event database in dir.
 func Open(dir string) (*Store, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebblelog.Quiet{}})
+	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(nil)})
 	if err != nil {
 		return nil, fmt.Errorf("opening events %s: %w", dir, err)
 	}
@@ -102,7 +103,7 @@ func (s *Store) Append(doc []byte, id, target string) (cursor uint64, fresh bool
 	b.Set([]byte(prefixID+id), cb, nil)
 	b.Set(cursorKey(prefixTarget+target+"/", c), nil, nil)
 	b.Set([]byte(keyLast), cb, nil)
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
 		return 0, false, fmt.Errorf("appending event: %w", err)
 	}
 	s.last = c
@@ -248,7 +249,7 @@ func (s *Store) SetMeta(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", name, err)
 	}
-	if err := s.db.Set([]byte(prefixMeta+name), b, pebble.Sync); err != nil {
+	if err := s.guard.Apply(func() error { return s.db.Set([]byte(prefixMeta+name), b, pebble.Sync) }); err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	return nil
@@ -256,7 +257,7 @@ func (s *Store) SetMeta(name string, v any) error {
 
 // DeleteMeta removes the record under name.
 func (s *Store) DeleteMeta(name string) error {
-	if err := s.db.Delete([]byte(prefixMeta+name), pebble.Sync); err != nil {
+	if err := s.guard.Apply(func() error { return s.db.Delete([]byte(prefixMeta+name), pebble.Sync) }); err != nil {
 		return fmt.Errorf("deleting %s: %w", name, err)
 	}
 	return nil
@@ -279,3 +280,7 @@ func (s *Store) EachMeta(prefix string, fn func(name string, v []byte) error) er
 	}
 	return it.Error()
 }
+
+// Stopped is the failed write that stopped the event store's writes (Pebble's commit pipeline
+// cannot go on after one), nil while it takes them. Reads go on; reopening clears it.
+func (s *Store) Stopped() error { return s.guard.Stopped() }

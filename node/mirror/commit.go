@@ -57,7 +57,7 @@ func (s *Store) commit(y *syncer, m meta, raw []byte, cp format.Checkpoint, wind
 	if err := s.putMeta(y.l, m, b); err != nil {
 		return 0, nil, err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
 		return 0, nil, fmt.Errorf("writing the mirror of %s: %w", y.l.did, err)
 	}
 	if err := y.l.setMeta(m); err != nil {
@@ -224,7 +224,7 @@ func (y *syncer) retryPending() {
 	}
 	obs, err := y.index(b, ready)
 	if err == nil {
-		err = b.Commit(pebble.Sync)
+		err = y.s.guard.Apply(func() error { return b.Commit(pebble.Sync) })
 	}
 	if err != nil {
 		y.s.cfg.Logger.Warn("indexing mirrored observations that waited for their descriptor", "observer", y.l.did, "err", err)

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/histor-observer/histor/internal/pebblelog"
+	"github.com/histor-observer/histor/internal/pebbledb"
 	"github.com/histor-observer/histor/internal/promset"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"
@@ -91,6 +91,7 @@ func (c *Config) applyDefaults() {
 type Store struct {
 	cfg       Config
 	db        *pebble.DB
+	guard     pebbledb.Guard // every synced write; stopped by the first fatal one
 	metrics   *metrics
 	metricSet *promset.Set
 	close     sync.Once
@@ -159,12 +160,12 @@ func evidenceKey(sri string) []byte { return []byte("x/" + sri) }
 // Open opens (or creates) the store and loads the state of every observer it mirrors.
 func Open(cfg Config) (*Store, error) {
 	cfg.applyDefaults()
-	opts := &pebble.Options{Logger: pebblelog.Quiet{}, FS: cfg.FS}
+	opts := &pebble.Options{Logger: pebbledb.Quiet(cfg.Logger), FS: cfg.FS}
 	dir := cfg.Dir
 	if dir == "" {
 		opts.FS, dir = vfs.NewMem(), "mirror"
 	}
-	db, err := pebble.Open(dir, opts)
+	db, err := pebbledb.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening mirror store: %w", err)
 	}
@@ -325,3 +326,7 @@ func (s *Store) Size(did string) uint64 {
 	}
 	return 0
 }
+
+// Stopped is the failed write that stopped the mirror store's writes (Pebble's commit pipeline
+// cannot go on after one), nil while it takes them. Reads go on; reopening clears it.
+func (s *Store) Stopped() error { return s.guard.Stopped() }

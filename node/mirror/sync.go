@@ -202,7 +202,7 @@ func (s *Store) putMeta(l *mlog, m meta, b *pebble.Batch) error {
 		return fmt.Errorf("encoding mirror state: %w", err)
 	}
 	if b == nil {
-		if err := s.db.Set(metaKey(l.did), v, pebble.Sync); err != nil {
+		if err := s.guard.Apply(func() error { return s.db.Set(metaKey(l.did), v, pebble.Sync) }); err != nil {
 			return fmt.Errorf("writing mirror state of %s: %w", l.did, err)
 		}
 	} else if err := b.Set(metaKey(l.did), v, nil); err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/histor-observer/histor/gossip/wire"
-	"github.com/histor-observer/histor/internal/pebblelog"
+	"github.com/histor-observer/histor/internal/pebbledb"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/node/mirror"
 )
@@ -58,8 +58,9 @@ type Config struct {
 // Store holds each observer's latest proven observation of each server: an index in memory
 // and every proof in Pebble. It is safe for concurrent use.
 type Store struct {
-	cfg Config
-	db  *pebble.DB
+	cfg   Config
+	db    *pebble.DB
+	guard pebbledb.Guard // every synced write; stopped by the first fatal one
 
 	mu      sync.RWMutex
 	allowed map[string]bool                // did → its observations count; guarded by mu
@@ -98,12 +99,12 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Self == "" {
 		return nil, errors.New("opening peer store: Self is required")
 	}
-	opts := &pebble.Options{Logger: pebblelog.Quiet{}}
+	opts := &pebble.Options{Logger: pebbledb.Quiet(cfg.Logger)}
 	dir := cfg.Dir
 	if dir == "" {
 		opts.FS, dir = vfs.NewMem(), "peers"
 	}
-	db, err := pebble.Open(dir, opts)
+	db, err := pebbledb.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening peer store: %w", err)
 	}
@@ -281,7 +282,7 @@ func (s *Store) PutMirrored(o mirror.Observation) error {
 		return &RefusedError{Observer: o.Observer, Server: o.Server, Reason: err}
 	}
 	if old != nil && !old.Mirrored {
-		if err := s.db.Delete(recordKey(o.Server, o.Observer), pebble.Sync); err != nil {
+		if err := s.guard.Apply(func() error { return s.db.Delete(recordKey(o.Server, o.Observer), pebble.Sync) }); err != nil {
 			return fmt.Errorf("dropping a peer observation the mirror replaces: %w", err)
 		}
 	}
@@ -322,7 +323,7 @@ func (s *Store) SetAllowList(list []string) error {
 			}
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
 		return fmt.Errorf("setting the allow-list: dropping observations: %w", err)
 	}
 	for _, g := range drop {
@@ -360,7 +361,7 @@ func (s *Store) write(o *wire.Observation, p Proven) error {
 	if err != nil {
 		return fmt.Errorf("encoding peer observation: %w", err)
 	}
-	if err := s.db.Set(recordKey(o.Server, o.Observer), v, pebble.Sync); err != nil {
+	if err := s.guard.Apply(func() error { return s.db.Set(recordKey(o.Server, o.Observer), v, pebble.Sync) }); err != nil {
 		return fmt.Errorf("writing peer observation: %w", err)
 	}
 	return nil
@@ -377,3 +378,7 @@ func (s *Store) kept(server string) []summary {
 	slices.SortFunc(out, func(a, b summary) int { return strings.Compare(a.Observer, b.Observer) })
 	return out
 }
+
+// Stopped is the failed write that stopped the peer store's writes (Pebble's commit pipeline
+// cannot go on after one), nil while it takes them. Reads go on; reopening clears it.
+func (s *Store) Stopped() error { return s.guard.Stopped() }
