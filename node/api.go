@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 )
 
@@ -42,6 +42,7 @@ const maxIDBytes = 256
 // api is the http.Handler for one node. It holds no mutable state of its
 // own; its handlers are listed in routeTable.
 type api struct {
+	router     *httpx.Router // routeTable bound to this api
 	log        Log
 	issuer     []byte // the /api/v1/issuer answer, fixed at start
 	maxEntries uint64
@@ -86,13 +87,7 @@ func (a *api) fail(w http.ResponseWriter, status int, detail string) {
 // writeDetail answers an error the way HISTOR (FastAPI) does:
 // {"detail": "..."}.
 func writeDetail(w http.ResponseWriter, status int, detail string) {
-	body, _ := json.Marshal(struct {
-		Detail string `json:"detail"`
-	}{detail})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(body)
+	httpx.WriteDetail(w, status, detail)
 }
 
 // internal logs a storage failure and answers 500 without its details.
@@ -102,9 +97,7 @@ func (a *api) internal(w http.ResponseWriter, r *http.Request, doing string, err
 }
 
 func writeBody(w http.ResponseWriter, contentType string, body []byte) {
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.Write(body)
+	httpx.WriteBody(w, contentType, body)
 }
 
 // serveHealth answers /health with HISTOR's members, in its order.

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/histor-observer/histor/internal/httpx"
 )
 
 // noRoute is the route label of a request no route matched: the raw path
@@ -81,10 +83,10 @@ func (m *httpMetrics) unregister() {
 }
 
 // observe counts one answered request.
-func (m *httpMetrics) observe(rt *compiledRoute, code int, d time.Duration) {
+func (m *httpMetrics) observe(rt *httpx.Match, code int, d time.Duration) {
 	route := noRoute
 	if rt != nil {
-		route = rt.pattern
+		route = rt.Pattern
 	}
 	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
 	m.latency.WithLabelValues(route).Observe(d.Seconds())
@@ -98,35 +100,4 @@ func (m *httpMetrics) handler(reg *prometheus.Registry, logger *slog.Logger) htt
 		Registry:          reg,
 		EnableOpenMetrics: false,
 	})
-}
-
-// statusWriter remembers the status code a handler answered with.
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.code == 0 {
-		s.code = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.code == 0 {
-		s.code = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-// status is the code answered; a handler that wrote nothing answered 200.
-func (s *statusWriter) status() int {
-	if s.code == 0 {
-		return http.StatusOK
-	}
-	return s.code
 }

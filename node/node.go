@@ -152,15 +152,18 @@ func (n *Node) Log() *hlog.Log {
 func (n *Node) Handler() http.Handler {
 	linger := httpx.Linger{MaxBytes: n.cfg.LingerBytes, Timeout: n.cfg.LingerTimeout}
 	return linger.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rt := lookupRoute(r)
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &httpx.StatusWriter{ResponseWriter: w}
 		n.metrics.inFlight.Inc()
+		var m *httpx.Match
 		defer func() {
 			n.metrics.inFlight.Dec()
-			n.metrics.observe(rt, sw.status(), time.Since(start))
+			n.metrics.observe(m, sw.Status(), time.Since(start))
 		}()
-		if rt == nil || !rt.unbounded {
+		if h := n.api.Load(); h != nil {
+			m = h.router.Lookup(r) // every api serves the same table
+		}
+		if m == nil || !m.Unbounded {
 			select {
 			case n.slots <- struct{}{}:
 				defer func() { <-n.slots }()
@@ -178,7 +181,7 @@ func (n *Node) Handler() http.Handler {
 			writeDetail(sw, http.StatusServiceUnavailable, "log not open")
 			return
 		}
-		h.serve(sw, r, rt)
+		h.serve(sw, r, m)
 	}))
 }
 
@@ -293,7 +296,7 @@ func (n *Node) now() time.Time {
 // newAPI builds the handler over any Log; the node adds its crawls and
 // metrics.
 func newAPI(l Log, issuer []byte, cfg Config) *api {
-	return &api{
+	a := &api{
 		log:        l,
 		issuer:     issuer,
 		maxEntries: uint64(cfg.MaxEntries),
@@ -302,6 +305,8 @@ func newAPI(l Log, issuer []byte, cfg Config) *api {
 		operator:   newOperatorToken(cfg.OperatorToken),
 		logger:     cfg.Logger,
 	}
+	a.router = httpx.NewRouter(a.routes())
+	return a
 }
 
 // identity is the node's keys and what it says about them.

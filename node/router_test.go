@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/histor-observer/histor/crawl/scan"
+	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 )
 
 // TestRouteTable: every pattern parses, no method is listed twice for one
-// pattern (compileRoutes would panic), every evidence kind has a route, and
+// pattern (httpx.NewRouter would panic), every evidence kind has a route, and
 // Routes lists the table without letting callers change it.
 func TestRouteTable(t *testing.T) {
 	routes := Routes()
@@ -55,13 +56,14 @@ func TestRouteMatching(t *testing.T) {
 		{"//health", "", nil},
 		{"/log/tile/0", "", nil},
 	}
+	router := httpx.NewRouter((&api{}).routes())
 	for _, c := range cases {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.URL.Path = c.path
-		rt := lookupRoute(r)
+		rt := router.Lookup(r)
 		got := ""
 		if rt != nil {
-			got = rt.pattern
+			got = rt.Pattern
 		}
 		if got != c.pattern {
 			t.Errorf("%s routed to %q, want %q", c.path, got, c.pattern)

@@ -3,17 +3,19 @@ package node
 import (
 	"net/http"
 	"strings"
+
+	"github.com/histor-observer/histor/internal/httpx"
 )
 
 // getOnly is the method list of a read-only route (GET, and so HEAD).
-var getOnly = []string{http.MethodGet}
+var getOnly = httpx.GetOnly
 
 // routeTable is every route the node serves, in the order /metrics, the
 // OpenAPI document and Routes list them. To add a route, add an entry here:
 // its pattern (HISTOR's path and parameter names where HISTOR has the
 // route), its methods and a handler on *api; read path variables with
 // r.PathValue. Nothing else routes.
-var routeTable = []Route{
+var routeTable = []apiRoute{
 	{Pattern: "/health", Methods: getOnly, serve: (*api).serveHealth, unbounded: true},
 	{Pattern: "/metrics", Methods: getOnly, serve: (*api).serveMetrics, unbounded: true},
 
