@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/log/receipt"
 	"github.com/histor-observer/histor/node/ratelimit"
 )
@@ -84,7 +85,7 @@ type aimarketPeer struct {
 	now     func() time.Time
 	// invokes limits server and changes calls per client (check has its
 	// own limit); nil: none.
-	invokes *ratelimit.Limiter[clientKey]
+	invokes *ratelimit.Limiter[httpx.ClientKey]
 }
 
 func newAIMarketPeer(cfg Config, key ed25519.PrivateKey, did string) (*aimarketPeer, error) {
@@ -97,7 +98,7 @@ func newAIMarketPeer(cfg Config, key ed25519.PrivateKey, did string) (*aimarketP
 	}
 	if cfg.ChecksPerMinute > 0 {
 		var err error
-		p.invokes, err = ratelimit.New[clientKey](ratelimit.Config{Events: cfg.ChecksPerMinute, Window: time.Minute, MaxKeys: cfg.MaxCheckClients})
+		p.invokes, err = ratelimit.New[httpx.ClientKey](ratelimit.Config{Events: cfg.ChecksPerMinute, Window: time.Minute, MaxKeys: cfg.MaxCheckClients})
 		if err != nil {
 			return nil, fmt.Errorf("making invoke limiter: %w", err)
 		}
@@ -221,12 +222,12 @@ func (a *api) serveAIMarketSearch(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		return
 	}
-	q := strParam{name: "q"}
-	if err := readStrings(r.URL.RawQuery, &q); err != nil {
+	q := httpx.String{Name: "q"}
+	if err := httpx.ReadStrings(r.URL.RawQuery, &q); err != nil {
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	needle := strings.TrimSpace(strings.ToLower(q.value))
+	needle := strings.TrimSpace(strings.ToLower(q.Value))
 	found := []any{}
 	for _, t := range p.tools(p.baseURL(r)) {
 		c := t.(map[string]any)

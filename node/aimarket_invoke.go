@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/histor-observer/histor/internal/httpx"
 )
 
 // invokeError is a refused invoke: HISTOR's status and detail.
@@ -26,7 +28,7 @@ type invokeCall struct {
 	capability string
 	input      map[string]any // as Python would read it, numbers as literals
 	inputRaw   []byte         // the input's own bytes, for /check's strict parser
-	client     clientKey
+	client     httpx.ClientKey
 	base       string // the peer's link prefix for this request
 }
 
@@ -68,7 +70,7 @@ func (a *api) serveInvoke(w http.ResponseWriter, r *http.Request) {
 // readInvoke reads the body as HISTOR's read_json does (2 MiB, JSON, an
 // object) and splits it into capability and input.
 func (p *aimarketPeer) readInvoke(w http.ResponseWriter, r *http.Request) (*invokeCall, error) {
-	addr, ok := clientAddr(r, p.trusted)
+	addr, ok := httpx.ClientAddr(r, p.trusted)
 	if !ok {
 		return nil, refuse(http.StatusBadRequest, "unreadable client address")
 	}
@@ -87,7 +89,7 @@ func (p *aimarketPeer) readInvoke(w http.ResponseWriter, r *http.Request) (*invo
 	if !ok {
 		return nil, refuse(http.StatusBadRequest, "body must be a JSON object")
 	}
-	call := &invokeCall{client: keyOf(addr), input: body, inputRaw: raw, base: p.baseURL(r)}
+	call := &invokeCall{client: httpx.KeyOf(addr), input: body, inputRaw: raw, base: p.baseURL(r)}
 	call.capability, _ = body["capability_id"].(string)
 	if in, ok := body["input"].(map[string]any); ok {
 		var members map[string]json.RawMessage

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/catalog"
 )
 
@@ -68,23 +69,23 @@ func (a *api) serveChanges(w http.ResponseWriter, r *http.Request) {
 	if rd == nil {
 		return
 	}
-	limit, before := uintParam{name: "limit"}, uintParam{name: "before"}
-	if err := readUints(r.URL.RawQuery, &limit, &before); err != nil {
+	limit, before := httpx.Uint{Name: "limit"}, httpx.Uint{Name: "before"}
+	if err := httpx.ReadUints(r.URL.RawQuery, &limit, &before); err != nil {
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if !limit.present {
-		limit.value = defaultChangesLimit
+	if !limit.Present {
+		limit.Value = defaultChangesLimit
 	}
 	switch {
-	case limit.value < 1 || limit.value > maxChangesLimit:
+	case limit.Value < 1 || limit.Value > maxChangesLimit:
 		a.fail(w, http.StatusBadRequest, "limit must be between 1 and 200")
 		return
-	case before.present && (before.value < 1 || before.value > 1<<62):
+	case before.Present && (before.Value < 1 || before.Value > 1<<62):
 		a.fail(w, http.StatusBadRequest, "before must be a change id, at least 1")
 		return
 	}
-	cs, err := rd.Catalog.Changes(int64(before.value), int(limit.value))
+	cs, err := rd.Catalog.Changes(int64(before.Value), int(limit.Value))
 	if err != nil {
 		a.internal(w, r, "listing changes", err)
 		return

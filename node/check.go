@@ -15,6 +15,7 @@ import (
 
 	"github.com/histor-observer/histor/crawl/mcpclient"
 	"github.com/histor-observer/histor/crawl/scan"
+	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/log/mtl"
 	"github.com/histor-observer/histor/node/ratelimit"
@@ -53,13 +54,13 @@ type checker struct {
 	now      func() time.Time
 	logger   *slog.Logger
 
-	checks      *ratelimit.Limiter[clientKey] // nil: no limit
-	scans       *ratelimit.Limiter[clientKey] // nil: no fresh scans at all
+	checks      *ratelimit.Limiter[httpx.ClientKey] // nil: no limit
+	scans       *ratelimit.Limiter[httpx.ClientKey] // nil: no fresh scans at all
 	contributed *ratelimit.Limiter[reportKey]
 	// contributors bounds the targets one client may count for a day, so a
 	// few addresses cannot fill the contributed table (whose overflow is
 	// shared) and so switch contributions off for everyone.
-	contributors *ratelimit.Limiter[clientKey]
+	contributors *ratelimit.Limiter[httpx.ClientKey]
 	slot         chan struct{} // one fresh scan at a time for the whole node
 	cache        *scanCache
 }
@@ -67,7 +68,7 @@ type checker struct {
 // reportKey limits contributions to one per client, target and day, so one
 // caller cannot mint any number of "clients" in the public count.
 type reportKey struct {
-	client clientKey
+	client httpx.ClientKey
 	target string
 }
 
@@ -107,19 +108,19 @@ func newChecker(cfg Config, key ed25519.PrivateKey, did string, src checkSources
 		return ratelimit.Config{Events: n, Window: w, MaxKeys: cfg.MaxCheckClients}
 	}
 	if cfg.ChecksPerMinute > 0 {
-		if c.checks, err = ratelimit.New[clientKey](limit(cfg.ChecksPerMinute, time.Minute)); err != nil {
+		if c.checks, err = ratelimit.New[httpx.ClientKey](limit(cfg.ChecksPerMinute, time.Minute)); err != nil {
 			return nil, fmt.Errorf("making check limiter: %w", err)
 		}
 	}
 	if cfg.ScansPerHour > 0 {
-		if c.scans, err = ratelimit.New[clientKey](limit(cfg.ScansPerHour, time.Hour)); err != nil {
+		if c.scans, err = ratelimit.New[httpx.ClientKey](limit(cfg.ScansPerHour, time.Hour)); err != nil {
 			return nil, fmt.Errorf("making scan limiter: %w", err)
 		}
 	}
 	if c.contributed, err = ratelimit.New[reportKey](limit(1, 24*time.Hour)); err != nil {
 		return nil, fmt.Errorf("making contribution limiter: %w", err)
 	}
-	if c.contributors, err = ratelimit.New[clientKey](limit(ContributionsPerClientDay, 24*time.Hour)); err != nil {
+	if c.contributors, err = ratelimit.New[httpx.ClientKey](limit(ContributionsPerClientDay, 24*time.Hour)); err != nil {
 		return nil, fmt.Errorf("making contributor limiter: %w", err)
 	}
 	return c, nil
@@ -153,12 +154,12 @@ func (a *api) serveCheck(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *checker) serve(a *api, w http.ResponseWriter, r *http.Request) {
-	addr, ok := clientAddr(r, c.trusted)
+	addr, ok := httpx.ClientAddr(r, c.trusted)
 	if !ok {
 		a.fail(w, http.StatusBadRequest, "unreadable client address")
 		return
 	}
-	client := keyOf(addr)
+	client := httpx.KeyOf(addr)
 	// Counted before the body is read: a flood of 2 MiB bodies costs the
 	// node one map lookup each.
 	if ok, retry := c.allowCheck(client); !ok {
@@ -186,7 +187,7 @@ func (c *checker) serve(a *api, w http.ResponseWriter, r *http.Request) {
 }
 
 // allowCheck counts one check against client's limit, if there is one.
-func (c *checker) allowCheck(client clientKey) (bool, time.Duration) {
+func (c *checker) allowCheck(client httpx.ClientKey) (bool, time.Duration) {
 	if c.checks == nil {
 		return true, 0
 	}

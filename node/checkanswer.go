@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/canon"
@@ -54,7 +55,7 @@ const (
 )
 
 // answer builds, signs and encodes the answer to q from client.
-func (c *checker) answer(q *checkQuery, client clientKey, lg Log) ([]byte, error) {
+func (c *checker) answer(q *checkQuery, client httpx.ClientKey, lg Log) ([]byte, error) {
 	now := c.now().UTC()
 	t, err := c.findTarget(q)
 	if err != nil {
@@ -148,7 +149,7 @@ func (c *checker) match(q *checkQuery, t *CheckTarget) (string, *SeenBefore, err
 // contribute adds one to the public count of (target, digest, day) when the
 // client asked and has not already counted for this target today. A store
 // failure loses the count, never the answer.
-func (c *checker) contribute(q *checkQuery, t *CheckTarget, client clientKey, now time.Time) bool {
+func (c *checker) contribute(q *checkQuery, t *CheckTarget, client httpx.ClientKey, now time.Time) bool {
 	if !q.contribute || q.digest == "" || c.reports == nil {
 		return false
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/log/mtl"
 )
 
@@ -229,12 +230,12 @@ func TestContributionsPerClient(t *testing.T) {
 		tg := &CheckTarget{ID: fmt.Sprintf("%016x", i)}
 		q := &checkQuery{contribute: true, digest: digest}
 		want := i < ContributionsPerClientDay
-		if got := c.contribute(q, tg, keyOf(netip.MustParseAddr("192.0.2.7")), fixedNow()); got != want {
+		if got := c.contribute(q, tg, httpx.KeyOf(netip.MustParseAddr("192.0.2.7")), fixedNow()); got != want {
 			t.Fatalf("target %d: contributed %v, want %v", i, got, want)
 		}
 	}
 	q := &checkQuery{contribute: true, digest: digest}
-	if !c.contribute(q, &CheckTarget{ID: "00000000000000ff"}, keyOf(netip.MustParseAddr("192.0.2.8")), fixedNow()) {
+	if !c.contribute(q, &CheckTarget{ID: "00000000000000ff"}, httpx.KeyOf(netip.MustParseAddr("192.0.2.8")), fixedNow()) {
 		t.Error("another client was refused")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/histor-observer/histor/crawl/scan"
+	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/canon"
 )
@@ -33,7 +34,7 @@ const (
 // the client holds (its digest, or the target's current one when it sent
 // none), from the cache or scanned now. Never the matches of some other
 // set: tools that could not be digested get no patternScan at all.
-func (c *checker) patternScan(q *checkQuery, t *CheckTarget, client clientKey, lg Log) []byte {
+func (c *checker) patternScan(q *checkQuery, t *CheckTarget, client httpx.ClientKey, lg Log) []byte {
 	if q.digestErr != nil || c.patterns == nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/desk"
 )
 
@@ -18,12 +19,12 @@ func (a *api) serveDeskChanges(w http.ResponseWriter, r *http.Request) {
 		a.renderDesk(w, r, http.StatusServiceUnavailable, "notfound", "Changes", "changes", "This node serves no crawl state yet.")
 		return
 	}
-	before := uintParam{name: "before"}
-	if err := readUints(r.URL.RawQuery, &before); err != nil || before.value > 1<<62 {
+	before := httpx.Uint{Name: "before"}
+	if err := httpx.ReadUints(r.URL.RawQuery, &before); err != nil || before.Value > 1<<62 {
 		a.renderDesk(w, r, http.StatusBadRequest, "notfound", "Changes", "changes", "before must be a change id.")
 		return
 	}
-	cs, err := rd.Catalog.Changes(int64(before.value), defaultChangesLimit)
+	cs, err := rd.Catalog.Changes(int64(before.Value), defaultChangesLimit)
 	if err != nil {
 		a.internal(w, r, "listing changes", err)
 		return

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/desk"
 )
 
@@ -31,12 +32,12 @@ func (a *api) deskCheck(w http.ResponseWriter, r *http.Request, v *desk.CheckVie
 		v.Error = "Check is not available: this node has no crawl state."
 		return http.StatusServiceUnavailable
 	}
-	addr, ok := clientAddr(r, c.trusted)
+	addr, ok := httpx.ClientAddr(r, c.trusted)
 	if !ok {
 		v.Error = "Unreadable client address."
 		return http.StatusBadRequest
 	}
-	client := keyOf(addr)
+	client := httpx.KeyOf(addr)
 	if ok, retry := c.allowCheck(client); !ok {
 		w.Header().Set("Retry-After", retrySeconds(retry))
 		v.Error = "Too many checks from your address; try again in " + retrySeconds(retry) + " s."

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/events"
 )
@@ -30,15 +31,15 @@ func (a *api) serveSecurityEvents(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, http.StatusServiceUnavailable, "no security events")
 		return
 	}
-	after, limit := uintParam{name: "after"}, uintParam{name: "limit"}
-	if err := readUints(r.URL.RawQuery, &after, &limit); err != nil {
+	after, limit := httpx.Uint{Name: "after"}, httpx.Uint{Name: "limit"}
+	if err := httpx.ReadUints(r.URL.RawQuery, &after, &limit); err != nil {
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if !limit.present {
-		limit.value = events.DefaultLimit
+	if !limit.Present {
+		limit.Value = events.DefaultLimit
 	}
-	if limit.value < 1 || limit.value > events.MaxLimit {
+	if limit.Value < 1 || limit.Value > events.MaxLimit {
 		a.fail(w, http.StatusBadRequest, fmt.Sprintf("limit must be between 1 and %d", events.MaxLimit))
 		return
 	}
@@ -47,12 +48,12 @@ func (a *api) serveSecurityEvents(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	items, err := a.events.store.Page(after.value, int(limit.value), watch)
+	items, err := a.events.store.Page(after.Value, int(limit.Value), watch)
 	if err != nil {
 		a.internal(w, r, "listing security events", err)
 		return
 	}
-	page := eventsPage{Events: items, NextCursor: after.value}
+	page := eventsPage{Events: items, NextCursor: after.Value}
 	if len(items) > 0 {
 		page.NextCursor = items[len(items)-1].Cursor
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/catalog"
 )
 
@@ -106,17 +107,17 @@ func writeSplitEntry(b *bytes.Buffer, base string, e splitEntry) {
 // watchIDs reads ?watch=id,id,…: server ids (16 lowercase hex
 // characters), at most maxWatchIDs. nil when absent.
 func watchIDs(raw string) ([]string, error) {
-	p := strParam{name: "watch"}
-	if err := readStrings(raw, &p); err != nil || !p.present {
+	p := httpx.String{Name: "watch"}
+	if err := httpx.ReadStrings(raw, &p); err != nil || !p.Present {
 		return nil, err
 	}
-	ids := strings.Split(p.value, ",")
+	ids := strings.Split(p.Value, ",")
 	if len(ids) > maxWatchIDs {
-		return nil, &paramError{"watch", fmt.Sprintf("names more than %d servers", maxWatchIDs)}
+		return nil, &httpx.ParamError{Name: "watch", Why: fmt.Sprintf("names more than %d servers", maxWatchIDs)}
 	}
 	for _, id := range ids {
 		if !isServerID(id) {
-			return nil, &paramError{"watch", "must be server ids (16 lowercase hex characters) separated by commas"}
+			return nil, &httpx.ParamError{Name: "watch", Why: "must be server ids (16 lowercase hex characters) separated by commas"}
 		}
 	}
 	return ids, nil

@@ -42,19 +42,3 @@ func FuzzParseTilePath(f *testing.F) {
 		}
 	})
 }
-
-// FuzzParseCanonicalUint: an accepted number prints back as the same text.
-func FuzzParseCanonicalUint(f *testing.F) {
-	for _, s := range []string{"0", "01", "18446744073709551615", "18446744073709551616", "-0", "+1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, ok := parseCanonicalUint(s)
-		if ok && strconv.FormatUint(n, 10) != s {
-			t.Fatalf("accepted %q as %d", s, n)
-		}
-		if _, err := strconv.ParseUint(s, 10, 64); err == nil && !ok && (len(s) == 1 || s[0] != '0') {
-			t.Fatalf("refused %q, a canonical decimal", s)
-		}
-	})
-}

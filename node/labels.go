@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/mtl"
@@ -71,12 +72,12 @@ func (a *api) serveLabel(w http.ResponseWriter, r *http.Request, id string) {
 // index, the head (latest, or the one signed at tree_size) and the inclusion
 // proof under it. As in HISTOR, 409 when no head covers the label.
 func (a *api) serveLabelProof(w http.ResponseWriter, r *http.Request, id string) {
-	size := uintParam{name: "tree_size"}
-	if err := readUints(r.URL.RawQuery, &size); err != nil {
+	size := httpx.Uint{Name: "tree_size"}
+	if err := httpx.ReadUints(r.URL.RawQuery, &size); err != nil {
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if size.present && size.value < 1 {
+	if size.Present && size.Value < 1 {
 		a.fail(w, http.StatusBadRequest, "tree_size must be at least 1")
 		return
 	}
@@ -101,9 +102,9 @@ func (a *api) serveLabelProof(w http.ResponseWriter, r *http.Request, id string)
 	a.writeLabelProof(w, id, index, head, proof)
 }
 
-func (a *api) headFor(size uintParam) (hlog.Head, error) {
-	if size.present {
-		return a.log.HeadAt(size.value)
+func (a *api) headFor(size httpx.Uint) (hlog.Head, error) {
+	if size.Present {
+		return a.log.HeadAt(size.Value)
 	}
 	// The head /api/v1/log/sth serves: the first signed at the latest size.
 	return a.log.HeadAt(a.log.Size())
@@ -171,19 +172,19 @@ type labelFields struct {
 // serveEntries answers /api/v1/log/entries?start=&end=: leaves [start, end)
 // in order, at most maxEntries, clipped to the log as HISTOR clips them.
 func (a *api) serveEntries(w http.ResponseWriter, r *http.Request) {
-	start, end := uintParam{name: "start"}, uintParam{name: "end"}
-	if err := readUints(r.URL.RawQuery, &start, &end); err != nil {
+	start, end := httpx.Uint{Name: "start"}, httpx.Uint{Name: "end"}
+	if err := httpx.ReadUints(r.URL.RawQuery, &start, &end); err != nil {
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if end.present && end.value < start.value {
+	if end.Present && end.Value < start.Value {
 		a.fail(w, http.StatusBadRequest, "end must not be below start")
 		return
 	}
-	stop := a.entriesStop(start.value, end)
-	rows := make([]entrySummary, 0, stop-start.value)
-	if start.value < stop {
-		err := a.log.EachEntry(start.value, stop, func(i uint64, label []byte) error {
+	stop := a.entriesStop(start.Value, end)
+	rows := make([]entrySummary, 0, stop-start.Value)
+	if start.Value < stop {
+		err := a.log.EachEntry(start.Value, stop, func(i uint64, label []byte) error {
 			rows = append(rows, summarize(i, label))
 			return nil
 		})
@@ -199,7 +200,7 @@ func (a *api) serveEntries(w http.ResponseWriter, r *http.Request) {
 	body, err := json.Marshal(struct {
 		Start   uint64         `json:"start"`
 		Entries []entrySummary `json:"entries"`
-	}{start.value, rows})
+	}{start.Value, rows})
 	if err != nil {
 		a.internal(w, r, "encoding entries", err)
 		return
@@ -209,16 +210,16 @@ func (a *api) serveEntries(w http.ResponseWriter, r *http.Request) {
 
 // entriesStop is the exclusive end actually served: the asked end (or
 // start+100), never more than maxEntries past start, never past the log.
-func (a *api) entriesStop(start uint64, end uintParam) uint64 {
+func (a *api) entriesStop(start uint64, end httpx.Uint) uint64 {
 	size := a.log.Size()
 	if start >= size {
 		return start
 	}
 	stop := min(size, start+a.maxEntries)
-	if !end.present {
-		end.value = start + defaultEntriesSpan
+	if !end.Present {
+		end.Value = start + defaultEntriesSpan
 	}
-	return min(stop, end.value)
+	return min(stop, end.Value)
 }
 
 // summarize derives an entry row from the label's own bytes; the digest is

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 )
 
@@ -55,7 +56,7 @@ const detailEmptyLog = "the log is empty"
 // exactly that size, the only one HISTOR keeps for it. None is served at
 // size 0, where HISTOR has none.
 func (a *api) serveSTHAt(w http.ResponseWriter, r *http.Request, s string) {
-	size, ok := parseCanonicalUint(s)
+	size, ok := httpx.ParseCanonicalUint(s)
 	if !ok {
 		a.fail(w, http.StatusBadRequest, "tree size must be a decimal integer without sign or leading zeros")
 		return
@@ -78,57 +79,57 @@ func (a *api) serveSTHAt(w http.ResponseWriter, r *http.Request, s string) {
 
 // serveInclusion answers /api/v1/log/proof/inclusion?leaf_index=&tree_size=.
 func (a *api) serveInclusion(w http.ResponseWriter, r *http.Request) {
-	leaf, size := uintParam{name: "leaf_index"}, uintParam{name: "tree_size"}
+	leaf, size := httpx.Uint{Name: "leaf_index"}, httpx.Uint{Name: "tree_size"}
 	if err := a.params(r, &leaf, &size); err != nil {
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	switch {
-	case size.value < 1:
+	case size.Value < 1:
 		a.fail(w, http.StatusBadRequest, "tree_size must be at least 1")
 		return
-	case leaf.value >= size.value:
+	case leaf.Value >= size.Value:
 		a.fail(w, http.StatusBadRequest, "leaf_index must be below tree_size")
 		return
-	case size.value > a.log.Size():
+	case size.Value > a.log.Size():
 		a.fail(w, http.StatusBadRequest, "tree_size is larger than the log")
 		return
 	}
-	proof, err := a.log.InclusionProof(leaf.value, size.value)
+	proof, err := a.log.InclusionProof(leaf.Value, size.Value)
 	if err != nil {
 		a.proofFailed(w, r, err)
 		return
 	}
-	writeProof(w, `{"leafIndex":`, leaf.value, `,"treeSize":`, size.value, proof)
+	writeProof(w, `{"leafIndex":`, leaf.Value, `,"treeSize":`, size.Value, proof)
 }
 
 // serveConsistency answers /api/v1/log/proof/consistency?first=&second=.
 func (a *api) serveConsistency(w http.ResponseWriter, r *http.Request) {
-	first, second := uintParam{name: "first"}, uintParam{name: "second"}
+	first, second := httpx.Uint{Name: "first"}, httpx.Uint{Name: "second"}
 	if err := a.params(r, &first, &second); err != nil {
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	switch {
-	case first.value < 1:
+	case first.Value < 1:
 		a.fail(w, http.StatusBadRequest, "first must be at least 1")
 		return
-	case first.value > second.value:
+	case first.Value > second.Value:
 		a.fail(w, http.StatusBadRequest, "first must not exceed second")
 		return
-	case second.value > a.log.Size():
+	case second.Value > a.log.Size():
 		a.fail(w, http.StatusBadRequest, "second is larger than the log")
 		return
 	}
 	var proof [][32]byte
-	if first.value < second.value { // RFC 9162: between equal sizes the proof is empty
+	if first.Value < second.Value { // RFC 9162: between equal sizes the proof is empty
 		var err error
-		if proof, err = a.log.ConsistencyProof(first.value, second.value); err != nil {
+		if proof, err = a.log.ConsistencyProof(first.Value, second.Value); err != nil {
 			a.proofFailed(w, r, err)
 			return
 		}
 	}
-	writeProof(w, `{"first":`, first.value, `,"second":`, second.value, proof)
+	writeProof(w, `{"first":`, first.Value, `,"second":`, second.Value, proof)
 }
 
 // writeProof answers {"<a>":x,"<b>":y,"proof":[hex,…]}, HISTOR's shape for
@@ -149,11 +150,11 @@ func writeProof(w http.ResponseWriter, head string, x uint64, mid string, y uint
 }
 
 // params reads and requires the named parameters.
-func (a *api) params(r *http.Request, ps ...*uintParam) error {
-	if err := readUints(r.URL.RawQuery, ps...); err != nil {
+func (a *api) params(r *http.Request, ps ...*httpx.Uint) error {
+	if err := httpx.ReadUints(r.URL.RawQuery, ps...); err != nil {
 		return err
 	}
-	return require(ps...)
+	return httpx.Require(ps...)
 }
 
 // proofFailed maps a log error for arguments already checked here: a range

@@ -8,6 +8,8 @@ import (
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/histor-observer/histor/internal/httpx"
 )
 
 // The MCP face: /mcp answers MCP over streamable HTTP (the MCP Go SDK),
@@ -65,11 +67,13 @@ func (n *Node) mcpFace(a *api) http.Handler {
 		// One server per request: the check tool counts against the
 		// caller's own /check limits, so it must know who calls.
 		s := mcp.NewServer(impl, &mcp.ServerOptions{Logger: n.cfg.Logger})
-		client, _ := clientAddr(r, a.check.trusted)
+		client, _ := httpx.ClientAddr(r, a.check.trusted)
 		tools := map[string]func(context.Context, json.RawMessage) ([]byte, error){
 			"changes": a.mcpChanges,
-			"check":   func(_ context.Context, args json.RawMessage) ([]byte, error) { return a.mcpCheck(keyOf(client), args) },
-			"server":  a.mcpServer,
+			"check": func(_ context.Context, args json.RawMessage) ([]byte, error) {
+				return a.mcpCheck(httpx.KeyOf(client), args)
+			},
+			"server": a.mcpServer,
 		}
 		for _, t := range FaceTools {
 			s.AddTool(t, toolHandler(tools[t.Name]))
@@ -116,7 +120,7 @@ func (a *api) serveMCP(w http.ResponseWriter, r *http.Request) {
 
 // mcpCheck answers the check tool as POST /api/v1/check answers: the same
 // parser, limits and signed answer.
-func (a *api) mcpCheck(client clientKey, args json.RawMessage) ([]byte, error) {
+func (a *api) mcpCheck(client httpx.ClientKey, args json.RawMessage) ([]byte, error) {
 	c := a.check
 	if c == nil || c.targets == nil {
 		return nil, &toolError{"check is not available: this node has no crawl state"}

@@ -3,7 +3,6 @@ package node
 import (
 	"math"
 	"net/http/httptest"
-	"strconv"
 	"testing"
 )
 
@@ -40,36 +39,6 @@ func TestParseTilePath(t *testing.T) {
 		if got, err := parseTilePath(in); err == nil {
 			t.Errorf("parseTilePath(%q) = %+v, want an error", in, got)
 		}
-	}
-}
-
-func TestParseCanonicalUint(t *testing.T) {
-	for _, s := range []string{"0", "1", "10", "18446744073709551615"} {
-		want, _ := strconv.ParseUint(s, 10, 64)
-		if got, ok := parseCanonicalUint(s); !ok || got != want {
-			t.Errorf("parseCanonicalUint(%q) = %d, %v", s, got, ok)
-		}
-	}
-	for _, s := range []string{"", "00", "01", "+1", "-1", " 1", "1 ", "1e3", "0x10", "18446744073709551616", "99999999999999999999", "1_000", "%31"} {
-		if got, ok := parseCanonicalUint(s); ok {
-			t.Errorf("parseCanonicalUint(%q) = %d, want refusal", s, got)
-		}
-	}
-}
-
-func TestReadUints(t *testing.T) {
-	a, b := uintParam{name: "a"}, uintParam{name: "b"}
-	if err := readUints("x=zz&a=5&&c", &a, &b); err != nil || !a.present || a.value != 5 || b.present {
-		t.Fatalf("readUints: %+v %+v %v", a, b, err)
-	}
-	for _, q := range []string{"a=1&a=1", "a=", "a", "a=01", "a=-1", "a=1.0", "a=%31"} {
-		p := uintParam{name: "a"}
-		if err := readUints(q, &p); err == nil {
-			t.Errorf("readUints(%q) accepted %+v", q, p)
-		}
-	}
-	if err := require(&uintParam{name: "z"}); err == nil {
-		t.Error("require accepted a missing parameter")
 	}
 }
 

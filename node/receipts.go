@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/canon"
@@ -62,7 +63,7 @@ type receiptsLog struct {
 	issuers map[string]bool // ReceiptIssuers; empty: the log accepts nothing
 	now     func() time.Time
 	trusted []netip.Prefix
-	submits *ratelimit.Limiter[clientKey]
+	submits *ratelimit.Limiter[httpx.ClientKey]
 	// mu makes the duplicate check and the append of one submission one
 	// step, as HISTOR's lock on the receipts log does.
 	mu sync.Mutex
@@ -79,7 +80,7 @@ func (n *Node) openReceipts(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	limiter, err := ratelimit.New[clientKey](ratelimit.Config{Events: AnchorSubmitsPerMinute, Window: time.Minute, MaxKeys: n.cfg.MaxCheckClients})
+	limiter, err := ratelimit.New[httpx.ClientKey](ratelimit.Config{Events: AnchorSubmitsPerMinute, Window: time.Minute, MaxKeys: n.cfg.MaxCheckClients})
 	if err != nil {
 		l.Close()
 		return fmt.Errorf("making anchor limiter: %w", err)

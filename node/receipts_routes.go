@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/node/catalog"
@@ -35,12 +36,12 @@ func (a *api) serveAnchors(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, http.StatusServiceUnavailable, "the receipts log accepts no issuers on this instance")
 		return
 	}
-	addr, ok := clientAddr(r, rl.trusted)
+	addr, ok := httpx.ClientAddr(r, rl.trusted)
 	if !ok {
 		a.fail(w, http.StatusBadRequest, "unreadable client address")
 		return
 	}
-	if ok, retry := rl.submits.Allow(keyOf(addr)); !ok {
+	if ok, retry := rl.submits.Allow(httpx.KeyOf(addr)); !ok {
 		w.Header().Set("Retry-After", retrySeconds(retry))
 		a.fail(w, http.StatusTooManyRequests, "too many anchor submissions")
 		return
@@ -138,7 +139,7 @@ func (a *api) serveReceiptsSTHAt(w http.ResponseWriter, r *http.Request, s strin
 	if rl == nil {
 		return
 	}
-	size, ok := parseCanonicalUint(s)
+	size, ok := httpx.ParseCanonicalUint(s)
 	if !ok {
 		a.fail(w, http.StatusBadRequest, "tree size must be a decimal integer without sign or leading zeros")
 		return
@@ -199,18 +200,18 @@ func (a *api) serveReceiptProof(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	have := rl.log.Size()
-	if size.present && size.value > have {
+	if size.Present && size.Value > have {
 		a.fail(w, http.StatusBadRequest, "tree_size is larger than the log")
 		return
 	}
-	if !size.present {
-		size.value = have
+	if !size.Present {
+		size.Value = have
 	}
-	if index >= size.value {
+	if index >= size.Value {
 		a.fail(w, http.StatusBadRequest, "the anchor is not yet inside a signed head of that size")
 		return
 	}
-	p, err := rl.proof(index, size.value)
+	p, err := rl.proof(index, size.Value)
 	if err != nil {
 		a.internal(w, r, "proving an anchor", err)
 		return
@@ -244,23 +245,23 @@ func (rl *receiptsLog) proof(index, size uint64) (*receiptProof, error) {
 
 // receiptProofQuery reads digest (required, 51 characters; a space is read
 // back as the '+' an unencoded link lost) and tree_size (optional, ≥ 1).
-func receiptProofQuery(raw string) (string, uintParam, error) {
-	digest := strParam{name: "digest"}
-	size := uintParam{name: "tree_size"}
-	if err := readStrings(raw, &digest); err != nil {
+func receiptProofQuery(raw string) (string, httpx.Uint, error) {
+	digest := httpx.String{Name: "digest"}
+	size := httpx.Uint{Name: "tree_size"}
+	if err := httpx.ReadStrings(raw, &digest); err != nil {
 		return "", size, err
 	}
-	if err := readUints(raw, &size); err != nil {
+	if err := httpx.ReadUints(raw, &size); err != nil {
 		return "", size, err
 	}
-	d := strings.ReplaceAll(digest.value, " ", "+")
+	d := strings.ReplaceAll(digest.Value, " ", "+")
 	switch {
-	case !digest.present:
-		return "", size, &paramError{"digest", "is required"}
+	case !digest.Present:
+		return "", size, &httpx.ParamError{Name: "digest", Why: "is required"}
 	case len(d) != receiptDigestChars:
-		return "", size, &paramError{"digest", "must be a sha256- SRI digest of 51 characters"}
-	case size.present && size.value < 1:
-		return "", size, &paramError{"tree_size", "must be at least 1"}
+		return "", size, &httpx.ParamError{Name: "digest", Why: "must be a sha256- SRI digest of 51 characters"}
+	case size.Present && size.Value < 1:
+		return "", size, &httpx.ParamError{Name: "tree_size", Why: "must be at least 1"}
 	}
 	return d, size, nil
 }

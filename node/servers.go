@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/node/catalog"
 )
@@ -231,40 +231,40 @@ func plainJSON(s string) bool {
 }
 
 func serversQuery(raw string) (q string, st catalog.State, limit, offset uint64, err error) {
-	qp, sp := strParam{name: "q"}, strParam{name: "state"}
-	lp, op := uintParam{name: "limit"}, uintParam{name: "offset"}
-	if err = readStrings(raw, &qp, &sp); err != nil {
+	qp, sp := httpx.String{Name: "q"}, httpx.String{Name: "state"}
+	lp, op := httpx.Uint{Name: "limit"}, httpx.Uint{Name: "offset"}
+	if err = httpx.ReadStrings(raw, &qp, &sp); err != nil {
 		return
 	}
-	if err = readUints(raw, &lp, &op); err != nil {
+	if err = httpx.ReadUints(raw, &lp, &op); err != nil {
 		return
 	}
-	limit, offset = defaultServersLimit, op.value
-	if lp.present {
-		limit = lp.value
+	limit, offset = defaultServersLimit, op.Value
+	if lp.Present {
+		limit = lp.Value
 	}
 	switch {
-	case utf8.RuneCountInString(qp.value) > catalog.MaxQueryRunes:
-		err = &paramError{"q", "must be at most 200 characters"}
+	case utf8.RuneCountInString(qp.Value) > catalog.MaxQueryRunes:
+		err = &httpx.ParamError{Name: "q", Why: "must be at most 200 characters"}
 	case limit < 1 || limit > maxServersLimit:
-		err = &paramError{"limit", "must be between 1 and 200"}
+		err = &httpx.ParamError{Name: "limit", Why: "must be between 1 and 200"}
 	case offset > maxServersOffset:
-		err = &paramError{"offset", "must be at most 10000000"}
+		err = &httpx.ParamError{Name: "offset", Why: "must be at most 10000000"}
 	}
 	if err != nil {
 		return
 	}
 	st, ok := catalog.StateAll, true
 	switch {
-	case sp.value == stateSplitName:
+	case sp.Value == stateSplitName:
 		st = stateSplit
-	case sp.present:
-		st, ok = catalog.ParseState(sp.value)
+	case sp.Present:
+		st, ok = catalog.ParseState(sp.Value)
 	}
-	if !ok || utf8.RuneCountInString(sp.value) > maxStateRunes {
-		err = &paramError{"state", "must be one of all, pinned, changed, flagged, unobserved, split"}
+	if !ok || utf8.RuneCountInString(sp.Value) > maxStateRunes {
+		err = &httpx.ParamError{Name: "state", Why: "must be one of all, pinned, changed, flagged, unobserved, split"}
 	}
-	return qp.value, st, limit, offset, err
+	return qp.Value, st, limit, offset, err
 }
 
 // serverSummary is one server as HISTOR's target_summary writes it; null
@@ -333,38 +333,6 @@ func nullStr(s string) *string {
 }
 
 func nullTime(t time.Time) *string { return nullStr(catalog.FormatTime(t)) }
-
-// strParam is one text query parameter.
-type strParam struct {
-	name    string
-	value   string
-	present bool
-}
-
-// readStrings fills params from a raw query string, decoding each value as
-// a form value ("+" is a space). A parameter given twice is refused, as
-// readUints refuses it; unknown ones are ignored.
-func readStrings(raw string, params ...*strParam) error {
-	for raw != "" {
-		var pair string
-		pair, raw, _ = strings.Cut(raw, "&")
-		key, val, _ := strings.Cut(pair, "=")
-		for _, p := range params {
-			if key != p.name {
-				continue
-			}
-			if p.present {
-				return &paramError{p.name, "is given more than once"}
-			}
-			v, err := url.QueryUnescape(val)
-			if err != nil || !utf8.ValidString(v) {
-				return &paramError{p.name, "is not valid percent-encoded UTF-8"}
-			}
-			p.value, p.present = v, true
-		}
-	}
-	return nil
-}
 
 // writeJSON answers v as JSON without HTML escaping (descriptions and
 // names read as their servers wrote them).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/catalog"
 )
 
@@ -164,19 +165,19 @@ func (a *api) serveStatsHosts(w http.ResponseWriter, r *http.Request) {
 	if rd == nil {
 		return
 	}
-	limit := uintParam{name: "limit"}
-	if err := readUints(r.URL.RawQuery, &limit); err != nil {
+	limit := httpx.Uint{Name: "limit"}
+	if err := httpx.ReadUints(r.URL.RawQuery, &limit); err != nil {
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if !limit.present {
-		limit.value = defaultHostsLimit
+	if !limit.Present {
+		limit.Value = defaultHostsLimit
 	}
-	if limit.value < 1 || limit.value > maxHostsLimit {
+	if limit.Value < 1 || limit.Value > maxHostsLimit {
 		a.fail(w, http.StatusBadRequest, "limit must be between 1 and 50")
 		return
 	}
-	hosts, distinct := rd.Catalog.Hosts(int(limit.value))
+	hosts, distinct := rd.Catalog.Hosts(int(limit.Value))
 	if hosts == nil {
 		hosts = []catalog.HostCount{}
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 )
 
@@ -42,7 +43,7 @@ func parseTilePath(p string) (tilePath, error) {
 	if head == "entries" {
 		t.entries = true
 	} else {
-		level, ok := parseCanonicalUint(head)
+		level, ok := httpx.ParseCanonicalUint(head)
 		if !ok || level > maxTileLevel {
 			return t, errTilePath
 		}
@@ -50,7 +51,7 @@ func parseTilePath(p string) (tilePath, error) {
 	}
 	t.width = fullTileWidth
 	if n, w, partial := strings.Cut(rest, ".p/"); partial {
-		width, ok := parseCanonicalUint(w)
+		width, ok := httpx.ParseCanonicalUint(w)
 		if !ok || width < 1 || width >= fullTileWidth {
 			return t, errTilePath
 		}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/webhook"
 )
 
@@ -70,15 +71,15 @@ func (a *api) serveWebhookLog(w http.ResponseWriter, r *http.Request) {
 	if !a.authorizeOperator(w, r) {
 		return
 	}
-	limit := uintParam{name: "limit"}
-	if err := readUints(r.URL.RawQuery, &limit); err != nil {
+	limit := httpx.Uint{Name: "limit"}
+	if err := httpx.ReadUints(r.URL.RawQuery, &limit); err != nil {
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if !limit.present {
-		limit.value = defaultWebhookLog
+	if !limit.Present {
+		limit.Value = defaultWebhookLog
 	}
-	if limit.value < 1 || limit.value > maxWebhookLog {
+	if limit.Value < 1 || limit.Value > maxWebhookLog {
 		a.fail(w, http.StatusBadRequest, fmt.Sprintf("limit must be between 1 and %d", maxWebhookLog))
 		return
 	}
@@ -87,7 +88,7 @@ func (a *api) serveWebhookLog(w http.ResponseWriter, r *http.Request) {
 	}{Webhooks: []webhook.Status{}}
 	if a.webhooks != nil {
 		var err error
-		if out.Webhooks, err = a.webhooks.d.Log(int(limit.value)); err != nil {
+		if out.Webhooks, err = a.webhooks.d.Log(int(limit.Value)); err != nil {
 			a.internal(w, r, "reading the webhook log", err)
 			return
 		}

@@ -1,4 +1,4 @@
-package node
+package httpx
 
 import (
 	"net/http/httptest"
@@ -33,14 +33,14 @@ func TestClientAddr(t *testing.T) {
 		for _, v := range c.xff {
 			r.Header.Add("X-Forwarded-For", v)
 		}
-		got, ok := clientAddr(r, trusted)
+		got, ok := ClientAddr(r, trusted)
 		if !ok || got != netip.MustParseAddr(c.want) {
 			t.Errorf("peer %s, X-Forwarded-For %q: %v %v, want %s", c.peer, c.xff, got, ok, c.want)
 		}
 	}
 	r := httptest.NewRequest("POST", "/", nil)
 	r.RemoteAddr = "pipe"
-	if _, ok := clientAddr(r, trusted); ok {
+	if _, ok := ClientAddr(r, trusted); ok {
 		t.Error("an unparseable peer was given an address")
 	}
 }
@@ -52,8 +52,8 @@ func TestKeyOf(t *testing.T) {
 		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
 		"fe80::1%eth0":         "fe80::/64",
 	} {
-		if got := keyOf(netip.MustParseAddr(in)); got.String() != want {
-			t.Errorf("keyOf(%s) = %s, want %s", in, got, want)
+		if got := KeyOf(netip.MustParseAddr(in)); got.String() != want {
+			t.Errorf("KeyOf(%s) = %s, want %s", in, got, want)
 		}
 	}
 }

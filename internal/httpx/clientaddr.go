@@ -1,4 +1,4 @@
-package node
+package httpx
 
 import (
 	"net/http"
@@ -6,13 +6,13 @@ import (
 	"strings"
 )
 
-// clientKey is what per-client limits count against: an IPv4 address, or
+// ClientKey is what per-client limits count against: an IPv4 address, or
 // the /64 an IPv6 address is in (one subscriber is routinely given a whole
 // /64, so counting single IPv6 addresses would be no limit at all).
-type clientKey = netip.Prefix
+type ClientKey = netip.Prefix
 
-// keyOf returns the limit key of addr.
-func keyOf(addr netip.Addr) clientKey {
+// KeyOf returns the limit key of addr.
+func KeyOf(addr netip.Addr) ClientKey {
 	addr = addr.Unmap()
 	if addr.Is4() {
 		return netip.PrefixFrom(addr, 32)
@@ -21,14 +21,14 @@ func keyOf(addr netip.Addr) clientKey {
 	return p
 }
 
-// clientAddr returns the address a request comes from. The peer of the
+// ClientAddr returns the address a request comes from. The peer of the
 // connection is the client unless it is one of the trusted proxies; then
 // X-Forwarded-For is read from the right, skipping trusted hops, and the
 // first untrusted hop is the client (every hop to its left could have been
 // written by that client). An unparseable hop ends the walk at the trusted
 // hop that reported it. ok is false when the peer address is unparseable,
 // which net/http's own listeners never produce.
-func clientAddr(r *http.Request, trusted []netip.Prefix) (addr netip.Addr, ok bool) {
+func ClientAddr(r *http.Request, trusted []netip.Prefix) (addr netip.Addr, ok bool) {
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
 		return netip.Addr{}, false
