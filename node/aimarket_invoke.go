@@ -74,7 +74,7 @@ func (p *aimarketPeer) readInvoke(w http.ResponseWriter, r *http.Request) (*invo
 	if !ok {
 		return nil, refuse(http.StatusBadRequest, "unreadable client address")
 	}
-	raw, status, err := readCheckBody(w, r)
+	raw, status, err := httpx.ReadBody(w, r, maxCheckBytes)
 	if err != nil {
 		return nil, refuse(status, err.Error())
 	}

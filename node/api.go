@@ -92,8 +92,7 @@ func writeDetail(w http.ResponseWriter, status int, detail string) {
 
 // internal logs a storage failure and answers 500 without its details.
 func (a *api) internal(w http.ResponseWriter, r *http.Request, doing string, err error) {
-	a.logger.Error("serving request", "path", r.URL.Path, "doing", doing, "err", err)
-	a.fail(w, http.StatusInternalServerError, "internal error")
+	httpx.Internal(w, r, a.logger, doing, err)
 }
 
 func writeBody(w http.ResponseWriter, contentType string, body []byte) {

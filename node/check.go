@@ -4,11 +4,9 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -163,11 +161,11 @@ func (c *checker) serve(a *api, w http.ResponseWriter, r *http.Request) {
 	// Counted before the body is read: a flood of 2 MiB bodies costs the
 	// node one map lookup each.
 	if ok, retry := c.allowCheck(client); !ok {
-		w.Header().Set("Retry-After", retrySeconds(retry))
+		w.Header().Set("Retry-After", httpx.RetryAfter(retry))
 		a.fail(w, http.StatusTooManyRequests, "too many checks; slow down")
 		return
 	}
-	raw, status, err := readCheckBody(w, r)
+	raw, status, err := httpx.ReadBody(w, r, maxCheckBytes)
 	if err != nil {
 		a.fail(w, status, err.Error())
 		return
@@ -192,28 +190,6 @@ func (c *checker) allowCheck(client httpx.ClientKey) (bool, time.Duration) {
 		return true, 0
 	}
 	return c.checks.Allow(client)
-}
-
-// retrySeconds is a Retry-After value: whole seconds, rounded up, at least 1.
-func retrySeconds(d time.Duration) string {
-	return strconv.FormatInt(max(1, int64((d+time.Second-1)/time.Second)), 10)
-}
-
-// readCheckBody reads at most maxCheckBytes; more is a 413.
-func readCheckBody(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
-	tooLarge := fmt.Errorf("body larger than %d bytes", maxCheckBytes)
-	if r.ContentLength > maxCheckBytes {
-		return nil, http.StatusRequestEntityTooLarge, tooLarge
-	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCheckBytes))
-	var mb *http.MaxBytesError
-	switch {
-	case errors.As(err, &mb):
-		return nil, http.StatusRequestEntityTooLarge, tooLarge
-	case err != nil:
-		return nil, http.StatusBadRequest, fmt.Errorf("reading body: %w", err)
-	}
-	return raw, 0, nil
 }
 
 // checkQuery is one parsed /check request.

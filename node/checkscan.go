@@ -62,7 +62,7 @@ func (c *checker) patternScan(q *checkQuery, t *CheckTarget, client httpx.Client
 	}
 	// Asked only now, so a check that needs no fresh scan spends no budget.
 	if ok, retry := c.scans.Allow(client); !ok {
-		return encodeScan(map[string]any{"status": "not-scanned", "note": fmt.Sprintf(noteNoBudget, retrySeconds(retry))})
+		return encodeScan(map[string]any{"status": "not-scanned", "note": fmt.Sprintf(noteNoBudget, httpx.RetryAfter(retry))})
 	}
 	select {
 	case c.slot <- struct{}{}:

@@ -39,8 +39,8 @@ func (a *api) deskCheck(w http.ResponseWriter, r *http.Request, v *desk.CheckVie
 	}
 	client := httpx.KeyOf(addr)
 	if ok, retry := c.allowCheck(client); !ok {
-		w.Header().Set("Retry-After", retrySeconds(retry))
-		v.Error = "Too many checks from your address; try again in " + retrySeconds(retry) + " s."
+		w.Header().Set("Retry-After", httpx.RetryAfter(retry))
+		v.Error = "Too many checks from your address; try again in " + httpx.RetryAfter(retry) + " s."
 		return http.StatusTooManyRequests
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxCheckBytes)

@@ -28,7 +28,6 @@ import (
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/registry/registrytest"
-
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/gossip"
-
 	"github.com/histor-observer/histor/node/mirror"
 )
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
-	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/node/catalog"
 )
 
@@ -42,11 +41,11 @@ func (a *api) serveAnchors(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ok, retry := rl.submits.Allow(httpx.KeyOf(addr)); !ok {
-		w.Header().Set("Retry-After", retrySeconds(retry))
+		w.Header().Set("Retry-After", httpx.RetryAfter(retry))
 		a.fail(w, http.StatusTooManyRequests, "too many anchor submissions")
 		return
 	}
-	body, status, detail := readJSONObject(w, r)
+	body, status, detail := httpx.ReadJSONObject(w, r, maxCheckBytes)
 	if body == nil {
 		a.fail(w, status, detail)
 		return
@@ -71,29 +70,6 @@ func (a *api) serveAnchors(w http.ResponseWriter, r *http.Request) {
 		Results []anchorResult  `json:"results"`
 		STH     json.RawMessage `json:"sth"`
 	}{results, rawOrNull(sth.STH)})
-}
-
-// readJSONObject reads a POST body as HISTOR's read_json does: at most
-// maxCheckBytes (413 beyond), JSON (the canonical parser's), an object;
-// an empty body is {}. On failure the object is nil and status and detail
-// are the answer.
-func readJSONObject(w http.ResponseWriter, r *http.Request) (map[string]any, int, string) {
-	raw, status, err := readCheckBody(w, r)
-	if err != nil {
-		return nil, status, err.Error()
-	}
-	if len(raw) == 0 {
-		raw = []byte("{}")
-	}
-	v, err := canon.ParseWith(raw, canon.Limits{MaxDepth: canon.DefaultLimits.MaxDepth, MaxBytes: maxCheckBytes})
-	if err != nil {
-		return nil, http.StatusBadRequest, "body is not JSON"
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, http.StatusBadRequest, "body must be a JSON object"
-	}
-	return m, 0, ""
 }
 
 func rawOrNull(b []byte) json.RawMessage {

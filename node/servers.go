@@ -334,15 +334,9 @@ func nullStr(s string) *string {
 
 func nullTime(t time.Time) *string { return nullStr(catalog.FormatTime(t)) }
 
-// writeJSON answers v as JSON without HTML escaping (descriptions and
-// names read as their servers wrote them).
+// writeJSON answers v as JSON without HTML escaping.
 func (a *api) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
-	body, err := encodeJSON(v)
-	if err != nil {
-		a.internal(w, r, "encoding answer", err)
-		return
-	}
-	writeBody(w, "application/json", body)
+	httpx.WriteJSON(w, r, a.logger, v)
 }
 
 func encodeJSON(v any) ([]byte, error) { return canon.MarshalPlain(v) }

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRouterMatchesTheMostLiteralPattern(t *testing.T) {
@@ -94,5 +95,29 @@ func TestStatusWriterAndDetail(t *testing.T) {
 	WriteDetail(sw, http.StatusTeapot, "short and stout")
 	if sw.Status() != http.StatusTeapot || rec.Body.String() != `{"detail":"short and stout"}` || rec.Header().Get("Cache-Control") != "no-store" {
 		t.Fatalf("%d %q %v", sw.Status(), rec.Body.String(), rec.Header())
+	}
+}
+
+func TestReadJSONObject(t *testing.T) {
+	for _, c := range []struct {
+		body   string
+		status int
+	}{
+		{"", 0}, {`{"a":1}`, 0}, {`[1]`, http.StatusBadRequest}, {`{`, http.StatusBadRequest},
+		{`{"a":"` + strings.Repeat("x", 64) + `"}`, http.StatusRequestEntityTooLarge},
+	} {
+		r := httptest.NewRequest("POST", "/", strings.NewReader(c.body))
+		obj, status, detail := ReadJSONObject(httptest.NewRecorder(), r, 32)
+		if status != c.status || (status == 0) != (obj != nil) || (status == 0) == (detail != "") {
+			t.Errorf("%q: %v %d %q", c.body, obj, status, detail)
+		}
+	}
+	r := httptest.NewRequest("POST", "/", strings.NewReader("{}"))
+	r.ContentLength = 1 << 20 // declared too large: refused before reading
+	if _, status, _ := ReadBody(httptest.NewRecorder(), r, 32); status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a declared length over the bound: %d", status)
+	}
+	if RetryAfter(0) != "1" || RetryAfter(1500*time.Millisecond) != "2" || RetryAfter(time.Minute) != "60" {
+		t.Errorf("RetryAfter: %s %s %s", RetryAfter(0), RetryAfter(1500*time.Millisecond), RetryAfter(time.Minute))
 	}
 }
