@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -97,6 +98,7 @@ type Log struct {
 	reqs    chan *appendReq
 	quit    chan struct{} // closed by Close
 	stopped chan struct{} // closed when the sequencer has returned
+	halted  chan struct{} // closed when a failure stopped the log (fail)
 	once    sync.Once
 
 	mu sync.RWMutex
@@ -172,11 +174,15 @@ func (l *Log) start(s kvStore) (*Log, error) {
 	l.reqs = make(chan *appendReq, l.cfg.MaxBatch)
 	l.quit = make(chan struct{})
 	l.stopped = make(chan struct{})
+	l.halted = make(chan struct{})
 	l.tip = l.latest
 	staged := make(chan *pendingBatch, pipelineDepth)
 	synced := make(chan struct{}, pipelineDepth+2)
 	go l.sequence(staged, synced)
 	go l.publish(staged, synced)
+	if ps, ok := s.(*pebbleStore); ok {
+		go l.watchBackground(ps.bg)
+	}
 	l.logger.Info("log open", "dir", l.cfg.Dir, "size", l.Size(), "origin", l.cfg.Origin)
 	return l, nil
 }
@@ -209,14 +215,24 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Close stops the sequencer after its current batch and closes the store.
+// Close stops the sequencer after its current batch and closes the store. After a
+// failure stopped the log, it waits for the sequencer only so long: its batch may be held
+// for good by a store that cannot go on.
 func (l *Log) Close() error {
 	var err error
 	l.once.Do(func() {
 		close(l.quit)
-		<-l.stopped
+		select {
+		case <-l.stopped:
+		case <-l.halted:
+			select {
+			case <-l.stopped:
+			case <-time.After(fatalCloseWait):
+				err = fmt.Errorf("closing log: its last batch was not done %s after the log stopped (%w)", fatalCloseWait, l.failure())
+			}
+		}
 		l.metrics.unregister()
-		err = l.closeStore()
+		err = errors.Join(err, l.closeStore())
 	})
 	return err
 }

@@ -59,9 +59,9 @@ func newMetrics(reg prometheus.Registerer, l *Log) (*metrics, error) {
 	}, func() float64 { return l.cfg.Now().Sub(l.Latest().Time).Seconds() })
 	stopped := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "histor_log_stopped",
-		Help: "1 once a failed write or sync stopped the log (it takes no appends until reopened), else 0.",
+		Help: "1 once a failed write, sync or flush stopped the log (it takes no appends until reopened), else 0.",
 	}, func() float64 {
-		if l.failure() != nil {
+		if l.Stopped() != nil {
 			return 1
 		}
 		return 0

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
@@ -25,7 +26,14 @@ type pebbleStore struct {
 	// closed is set by close; Pebble panics on a call after Close, so the
 	// log's readers, which may outlive it, get ErrClosed instead.
 	closed atomic.Bool
+	bg     *background
+	// fatal is set once Pebble's commit pipeline met a fatal error: it cannot go on, and
+	// may hold its locks for good, so close waits for it only so long.
+	fatal atomic.Bool
 }
+
+// fatalCloseWait bounds how long close waits for Pebble after a fatal commit error.
+const fatalCloseWait = 5 * time.Second
 
 func (s *pebbleStore) get(key []byte) ([]byte, error) {
 	if s.closed.Load() {
@@ -59,6 +67,9 @@ func (s *pebbleStore) apply(b kvBatch) (func() error, error) {
 		return nil, errStoreClosed
 	}
 	if err := applyNoSyncWait(s.db, pb); err != nil {
+		if f := (*pebbledb.Fatal)(nil); errors.As(err, &f) {
+			s.fatal.Store(true)
+		}
 		return nil, err
 	}
 	return func() error {
@@ -83,9 +94,30 @@ func (s *pebbleStore) close() error {
 	if s.closed.Swap(true) {
 		return errStoreClosed
 	}
-	err := s.db.Close()
-	s.cache.Unref()
-	return err
+	if !s.fatal.Load() && s.bg.failed() == nil {
+		err := s.db.Close()
+		s.cache.Unref()
+		return err
+	}
+	// After a fatal commit error, or a flush or compaction that failed, Pebble may never
+	// finish closing (a WAL it could not rotate leaves its mutex held; a write stalled for
+	// good holds the commit pipeline): wait a while, then leave it to the process's exit.
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("closing pebble after a fatal error: %v", p)
+			}
+		}()
+		done <- s.db.Close()
+	}()
+	select {
+	case err := <-done:
+		s.cache.Unref()
+		return err
+	case <-time.After(fatalCloseWait):
+		return fmt.Errorf("closing pebble after a failure: not closed after %s; the process's exit releases it", fatalCloseWait)
+	}
 }
 
 type pebbleBatch struct{ b *pebble.Batch }
@@ -121,11 +153,12 @@ func (i *pebbleIter) close() error  { return i.it.Close() }
 // the MANIFEST recorded (Pebble itself reads a table only when asked, so a
 // truncated one would otherwise pass until the first unlucky read).
 func openPebble(dir string, o storeOptions, logger *slog.Logger, readOnly bool) (*pebbleStore, error) {
-	db, cache, err := openPebbleDB(dir, o, logger, readOnly)
+	bg := newBackground(logger)
+	db, cache, err := openPebbleDB(dir, o, logger, bg, readOnly)
 	if err != nil {
 		return nil, err
 	}
-	return &pebbleStore{db: db, cache: cache}, nil
+	return &pebbleStore{db: db, cache: cache, bg: bg}, nil
 }
 
 // storeOptions are how a log's Pebble store is opened.
@@ -137,7 +170,7 @@ type storeOptions struct {
 	memTableBytes uint64
 }
 
-func openPebbleDB(dir string, o storeOptions, logger *slog.Logger, readOnly bool) (db *pebble.DB, cache *pebble.Cache, err error) {
+func openPebbleDB(dir string, o storeOptions, logger *slog.Logger, bg *background, readOnly bool) (db *pebble.DB, cache *pebble.Cache, err error) {
 	fs := o.fs
 	if err := checkDirShape(fs, dir, readOnly); err != nil {
 		return nil, nil, err
@@ -157,6 +190,7 @@ func openPebbleDB(dir string, o storeOptions, logger *slog.Logger, readOnly bool
 	}()
 	opts := pebbleOptions(c, pebbledb.Logger{L: logger}, readOnly)
 	opts.FS = fs
+	opts.EventListener = bg.listener()
 	if o.memTableBytes > 0 {
 		opts.MemTableSize = o.memTableBytes
 	}
@@ -172,7 +206,7 @@ func openPebbleDB(dir string, o storeOptions, logger *slog.Logger, readOnly bool
 		// Replaying the WAL fills a memtable sized for the append path (64 MiB);
 		// flushing it now returns that memory, so a node that mostly serves
 		// reads stays small, and the next start replays nothing.
-		if err := db.Flush(); err != nil {
+		if err := flushReplayed(db, bg); err != nil {
 			db.Close()
 			return nil, nil, corrupt("flushing the recovered memtable", err)
 		}

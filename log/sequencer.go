@@ -72,6 +72,15 @@ func (l *Log) submit(ctx context.Context, req *appendReq) (appendResult, error) 
 		return r, r.err
 	case <-ctx.Done():
 		return appendResult{}, ctx.Err()
+	case <-l.halted:
+		// A batch applied before the failure may still be answered; any other waits
+		// on a store that cannot go on (Pebble may have stalled its write for good).
+		select {
+		case r := <-req.done:
+			return r, r.err
+		default:
+			return appendResult{}, l.failure()
+		}
 	case <-l.stopped:
 		select {
 		case r := <-req.done:
@@ -286,6 +295,9 @@ func (l *Log) fail(what string, err error) error {
 	defer l.mu.Unlock()
 	if l.failed == nil {
 		l.failed = stopped
+		if l.halted != nil {
+			close(l.halted)
+		}
 		l.logger.Error("log stopped", "op", what, "err", err)
 	}
 	return stopped
@@ -310,6 +322,16 @@ func (l *Log) markPending(keys []string) {
 // Stopped is the *StoppedError that stopped the log, or nil while it takes
 // appends. Reads go on after it; a node reports it on /health.
 func (l *Log) Stopped() error { return l.failure() }
+
+// watchBackground stops the log at the first failed flush or compaction of its store,
+// until Close.
+func (l *Log) watchBackground(bg *background) {
+	select {
+	case <-bg.flushFailed:
+		l.fail("flush", bg.err)
+	case <-l.quit:
+	}
+}
 
 func (l *Log) failure() error {
 	l.mu.RLock()
