@@ -10,6 +10,7 @@ import (
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
+	"github.com/histor-observer/histor/node/notify"
 )
 
 // Log is what the HTTP API reads. *log.Log satisfies it; the interface keeps
@@ -58,9 +59,9 @@ type api struct {
 	read     atomic.Pointer[ReadAPI] // the reading API's data; nil until set (servers.go)
 	check    *checker                // POST /api/v1/check; nil answers 503
 	fed      *federation             // witness, cosigned checkpoint, evidence; nil without one
-	events   *eventParts             // /api/v1/security-events, /security-feed.xml; nil: 503
+	events   *notify.Part            // /api/v1/security-events, /security-feed.xml; nil: 503
 	mcp      http.Handler            // the MCP face at /mcp; nil: 503
-	webhooks *webhooks               // the operator's delivery log; nil without subscriptions
+	webhooks *notify.Webhooks        // the operator's delivery log; nil without subscriptions
 	receipts *receiptsLog            // the receipts log; nil answers 404
 	agent    *aimarketPeer           // the AIMarket peer routes; nil answers 503
 	packages *packageView            // the sandbox's runs: census, package member; nil without crawl state

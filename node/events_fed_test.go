@@ -2,6 +2,8 @@ package node
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/node/events"
+	"github.com/histor-observer/histor/node/notify"
 )
 
 // TestSecurityEventsOfAFederation: in the populated world, observer a
@@ -29,7 +32,7 @@ func TestSecurityEventsOfAFederation(t *testing.T) {
 	t.Run("split view", func(t *testing.T) {
 		ev := byKind[events.KindSplitView]
 		checkSplitEvent(t, w, ev)
-		var page eventsPage
+		var page notify.EventsPage
 		getInto(t, w.a, "/api/v1/security-events?watch="+w.twoFaced.id(), &page)
 		if len(page.Events) != 1 || !strings.Contains(string(page.Events[0].Event), `"kind":"split-view"`) {
 			t.Errorf("watching the two-faced server: %+v", page)
@@ -113,7 +116,7 @@ func awaitEvents(t *testing.T, fn *fedNode, kinds ...string) map[string]map[stri
 	}
 	out := map[string]map[string]any{}
 	eventually(t, "events of every kind", func() error {
-		var page eventsPage
+		var page notify.EventsPage
 		getInto(t, fn, "/api/v1/security-events?limit=200", &page)
 		for _, it := range page.Events {
 			ev, err := events.Verify(it.Event, ed25519.PublicKey(pub))
@@ -143,4 +146,10 @@ func getInto(t *testing.T, fn *fedNode, path string, v any) {
 	if err := json.Unmarshal(body, v); err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
+}
+
+// sha256Hex is the lowercase hex SHA-256 of b, as an event names its bundle.
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }

@@ -92,7 +92,7 @@ func TestWebhookEndToEnd(t *testing.T) {
 		}
 		defer nd.Close()
 		catalogtest.Build(t, nd.state, nd.Log())
-		nd.events.kick()
+		nd.events.Kick()
 		synctest.Wait()
 
 		got := rc.deliveries()

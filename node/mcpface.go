@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/histor-observer/histor/internal/feedtext"
 	"github.com/histor-observer/histor/internal/httpx"
 )
 
@@ -144,7 +145,7 @@ func (a *api) mcpServer(_ context.Context, args json.RawMessage) ([]byte, error)
 	var in struct {
 		ID string `json:"id"`
 	}
-	if err := json.Unmarshal(args, &in); err != nil || !isServerID(in.ID) {
+	if err := json.Unmarshal(args, &in); err != nil || !feedtext.IsServerID(in.ID) {
 		return nil, &toolError{"id must be a server id (16 lowercase hex characters)"}
 	}
 	rd := a.read.Load()

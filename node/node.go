@@ -21,6 +21,7 @@ import (
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/keys"
 	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/notify"
 )
 
 // Version is reported by /health.
@@ -65,8 +66,8 @@ type Node struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 
-	events   *eventParts // security events and their derivation (events.go); nil until Open
-	webhooks *webhooks   // webhook deliveries (webhook.go); nil without subscriptions
+	events   *notify.Part     // security events and their derivation (node/notify); nil until Open
+	webhooks *notify.Webhooks // webhook deliveries (node/notify); nil without subscriptions
 	// receipts is the receipts log (receipts.go); nil until Open; guarded
 	// by mu.
 	receipts *receiptsLog

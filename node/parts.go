@@ -190,7 +190,7 @@ func (n *Node) crawlAndReload() func(context.Context) (*crawl.Summary, error) {
 			logger.Error("making our observations for the peer view", "err", oerr)
 		}
 		f.addOwn(ctx, own)
-		ev.kick()
+		ev.Kick()
 		n.afterCrawl()
 		return sum, err
 	}
@@ -210,7 +210,7 @@ func (n *Node) ownPublisher() func(ctx context.Context, ids []string) {
 			logger.Error("making our observations for the peer view", "err", err)
 		}
 		f.addOwn(ctx, own)
-		ev.kick()
+		ev.Kick()
 	}
 }
 
@@ -281,8 +281,8 @@ func (n *Node) stoppedStores() map[string]string {
 	if st := n.state; st != nil {
 		add("crawl_state", st)
 	}
-	if ep := n.events; ep != nil && ep.store != nil {
-		add("events", ep.store)
+	if ep := n.events; ep != nil {
+		add("events", ep)
 	}
 	return out
 }

@@ -4,12 +4,15 @@ import (
 	"net/http"
 
 	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/notify"
 )
 
 // Route is one entry of the node's HTTP route table.
 type Route = httpx.Route
 
-// apiRoute is an entry of routeTable: a route and its handler on *api.
+// apiRoute is an entry of routeTable: a route and its handler on *api, or
+// a part's routes mounted at that place in the table.
 type apiRoute struct {
 	Pattern string
 	Methods []string
@@ -17,16 +20,45 @@ type apiRoute struct {
 	// unbounded routes are served beyond MaxInFlight: liveness probes and
 	// metric scrapes must get through while the node is busy.
 	unbounded bool
+	// mount, set instead of the rest, is a part's routes, bound to a.
+	mount func(a *api) []Route
 }
 
 // routes is the node's route table with every handler bound to a.
 func (a *api) routes() []Route {
 	out := make([]Route, 0, len(routeTable))
 	for _, e := range routeTable {
+		if e.mount != nil {
+			out = append(out, e.mount(a)...)
+			continue
+		}
 		out = append(out, Route{Pattern: e.Pattern, Methods: e.Methods, Unbounded: e.unbounded,
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { e.serve(a, w, r) })})
 	}
 	return out
+}
+
+// notifyRoutes are the notifications part's routes (node/notify): they read
+// the part, the deliverer and the public base as each request comes.
+func (a *api) notifyRoutes() []Route {
+	return notify.Routes(notify.Mount{
+		Part:     func() *notify.Part { return a.events },
+		Webhooks: func() *notify.Webhooks { return a.webhooks },
+		PublicBase: func() string {
+			if rd := a.read.Load(); rd != nil {
+				return rd.PublicBase
+			}
+			return ""
+		},
+		FeedTime: func() string {
+			if rd := a.read.Load(); rd != nil {
+				return catalog.FormatTime(rd.now())
+			}
+			return ""
+		},
+		Authorize: a.authorizeOperator,
+		Logger:    a.logger,
+	})
 }
 
 // Routes lists the route table in its order, for documentation and for

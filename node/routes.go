@@ -50,9 +50,8 @@ var routeTable = []apiRoute{
 	{Pattern: "/feed.xml", Methods: getOnly, serve: (*api).serveFeed},
 	{Pattern: "/api/v1/check", Methods: []string{http.MethodPost, http.MethodOptions}, serve: (*api).serveCheck},
 	{Pattern: "/api/v1/admin/crawl", Methods: []string{http.MethodPost}, serve: (*api).serveAdminCrawl},
-	{Pattern: "/api/v1/security-events", Methods: getOnly, serve: (*api).serveSecurityEvents},
-	{Pattern: "/security-feed.xml", Methods: getOnly, serve: (*api).serveSecurityFeed},
-	{Pattern: "/api/v1/admin/webhooks", Methods: getOnly, serve: (*api).serveWebhookLog},
+	// The notifications part: security events, their feed and the webhook log (node/notify).
+	{mount: (*api).notifyRoutes},
 	{Pattern: "/mcp", Methods: []string{http.MethodPost, http.MethodGet, http.MethodDelete}, serve: (*api).serveMCP},
 
 	// The receipts log (receipts.go) and the AIMarket peer (aimarket.go).

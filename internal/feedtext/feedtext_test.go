@@ -1,4 +1,4 @@
-package node
+package feedtext
 
 import (
 	"encoding/json"
@@ -27,13 +27,13 @@ func TestFeedLineOfStoredSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := summaryLine(summary)
+	line := SummaryLine(summary)
 	want := "NEW OUTSIDE ADDRESSES: collect.example.net; added: new; removed: old; modified: get_weather"
 	if line != want {
 		t.Errorf("feed line %q, want %q", line, want)
 	}
 	names, _ := json.Marshal(diff.CompareNames([]string{"a", "b"}, []string{"b", "c"}))
-	if line := summaryLine(names); line != "added: c; removed: a" || !strings.Contains(string(names), `"detail":"names-only"`) {
+	if line := SummaryLine(names); line != "added: c; removed: a" || !strings.Contains(string(names), `"detail":"names-only"`) {
 		t.Errorf("names-only summary %s reads %q", names, line)
 	}
 }
