@@ -17,12 +17,19 @@ type apiRoute struct {
 	// unbounded routes are served beyond MaxInFlight: liveness probes and
 	// metric scrapes must get through while the node is busy.
 	unbounded bool
+	// mount, when set, stands for a part's own routes (bound to a), served
+	// at this place in the table; the entry has no pattern of its own.
+	mount func(a *api) []Route
 }
 
 // routes is the node's route table with every handler bound to a.
 func (a *api) routes() []Route {
 	out := make([]Route, 0, len(routeTable))
 	for _, e := range routeTable {
+		if e.mount != nil {
+			out = append(out, e.mount(a)...)
+			continue
+		}
 		out = append(out, Route{Pattern: e.Pattern, Methods: e.Methods, Unbounded: e.unbounded,
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { e.serve(a, w, r) })})
 	}
