@@ -11,6 +11,7 @@ import (
 	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node/notify"
+	"github.com/histor-observer/histor/node/pkgruns"
 )
 
 // Log is what the HTTP API reads. *log.Log satisfies it; the interface keeps
@@ -64,7 +65,7 @@ type api struct {
 	webhooks *notify.Webhooks        // the operator's delivery log; nil without subscriptions
 	receipts *receiptsLog            // the receipts log; nil answers 404
 	agent    *aimarketPeer           // the AIMarket peer routes; nil answers 503
-	packages *packageView            // the sandbox's runs: census, package member; nil without crawl state
+	packages *pkgruns.View           // the sandbox's runs: census, package member; nil without crawl state
 }
 
 // crawlControl is what the API asks of the node's crawls.

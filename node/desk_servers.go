@@ -11,6 +11,7 @@ import (
 	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/desk"
+	"github.com/histor-observer/histor/node/pkgruns"
 )
 
 // deskStates are the filters of the servers list, the JSON API's, in words.
@@ -177,7 +178,7 @@ func serverView(s *catalog.Server, p *serverPage, tools []byte, now time.Time, b
 }
 
 // deskPackage is the server answer's package member as the desk shows it.
-func deskPackage(m *packageMember) *desk.PackageRuns {
+func deskPackage(m *pkgruns.Member) *desk.PackageRuns {
 	if m == nil {
 		return nil
 	}

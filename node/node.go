@@ -22,6 +22,7 @@ import (
 	"github.com/histor-observer/histor/log/keys"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/notify"
+	"github.com/histor-observer/histor/node/pkgruns"
 )
 
 // Version is reported by /health.
@@ -46,9 +47,9 @@ type Node struct {
 	cr      *crawl.Crawler
 	catalog *catalog.Catalog
 	crawls  *crawls
-	// sbx is the sandbox part (sandbox.go); nil when it is off. Atomic so
+	// sbx is the sandbox part (node/pkgruns); nil when it is off. Atomic so
 	// the crawl part, opened before it, can ask it for a round.
-	sbx atomic.Pointer[sandboxPart]
+	sbx atomic.Pointer[pkgruns.Part]
 	// api is read on every request, so it is an atomic rather than under mu;
 	// nil before Open and after Close.
 	api atomic.Pointer[api]

@@ -10,6 +10,7 @@ import (
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/peers"
+	"github.com/histor-observer/histor/node/pkgruns"
 )
 
 // part is one piece the node owns. Open opens the parts in their order and
@@ -219,6 +220,29 @@ func (n *Node) ownPublisher() func(ctx context.Context, ids []string) {
 func (n *Node) closeCrawls() error {
 	n.crawls.stop()
 	n.crawls = nil
+	return nil
+}
+
+// openSandbox opens the sandbox part (node/pkgruns) when it is enabled: the
+// queue, the results handler, the scheduler and the local worker.
+func (n *Node) openSandbox(ctx context.Context) error {
+	if !n.cfg.Sandbox.Enabled {
+		return nil
+	}
+	s, err := pkgruns.Open(ctx, n.sandboxConfig())
+	if err != nil {
+		return err
+	}
+	n.sbx.Store(s)
+	return nil
+}
+
+// closeSandbox stops the sandbox part, so no result is handled after the
+// crawler and the state close.
+func (n *Node) closeSandbox() error {
+	if s := n.sbx.Swap(nil); s != nil {
+		return s.Close()
+	}
 	return nil
 }
 

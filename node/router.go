@@ -20,7 +20,8 @@ type apiRoute struct {
 	// unbounded routes are served beyond MaxInFlight: liveness probes and
 	// metric scrapes must get through while the node is busy.
 	unbounded bool
-	// mount, set instead of the rest, is a part's routes, bound to a.
+	// mount, when set, stands for a part's own routes (bound to a), served
+	// at this place in the table; the entry has no pattern of its own.
 	mount func(a *api) []Route
 }
 

@@ -40,7 +40,8 @@ var routeTable = []apiRoute{
 	{Pattern: "/api/v1/servers/{target_id}", Methods: getOnly, serve: withPathValue("target_id", (*api).serveServer)},
 	{Pattern: "/api/v1/changes", Methods: getOnly, serve: (*api).serveChanges},
 	{Pattern: "/api/v1/changes/{change_id}", Methods: getOnly, serve: withPathValue("change_id", (*api).serveChange)},
-	{Pattern: "/api/v1/census", Methods: getOnly, serve: (*api).serveCensus},
+	// The sandbox part's census (node/pkgruns).
+	{mount: (*api).packageRoutes},
 	{Pattern: "/api/v1/stats", Methods: getOnly, serve: (*api).serveStats},
 	{Pattern: "/api/v1/stats/hosts", Methods: getOnly, serve: (*api).serveStatsHosts},
 	{Pattern: "/api/v1/badges/{name}", Methods: getOnly, serve: withPathValue("name", (*api).serveShield)},

@@ -29,6 +29,7 @@ import (
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/mtl"
 	"github.com/histor-observer/histor/node/desk/desktest"
+	"github.com/histor-observer/histor/node/pkgruns"
 	"github.com/histor-observer/histor/sandbox"
 	"github.com/histor-observer/histor/sandbox/pkgs/pkgstest"
 	"github.com/histor-observer/histor/sandbox/queue"
@@ -212,7 +213,7 @@ func TestSandboxQueueWithWorkerProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	url := n.sbx.Load().q.ClientURL()
+	url := n.sbx.Load().QueueURL()
 	w1 := startWorker(t, bin, url, npm.URL, roots, d1)
 	w2 := startWorker(t, bin, url, npm.URL, roots, d2)
 	if started, _ := n.crawls.start(); !started {
@@ -312,7 +313,7 @@ func checkPoisoned(t *testing.T, n *Node, id string) {
 		t.Errorf("a poisoned job got %d labels", len(labels))
 	}
 	// Not queued again within the duplicate window: a round queues nothing.
-	if q, err := n.sbx.Load().scheduleRound(context.Background()); err != nil || q != 0 {
+	if q, err := n.sbx.Load().ScheduleRound(context.Background()); err != nil || q != 0 {
 		t.Errorf("a round after the runs queued %d (%v)", q, err)
 	}
 }
@@ -409,7 +410,7 @@ func checkServerPage(t *testing.T, n *Node, id string) {
 	n.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/servers/"+id, nil))
 	var page struct {
 		Server  map[string]any `json:"server"`
-		Package packageMember  `json:"package"`
+		Package pkgruns.Member `json:"package"`
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
 		t.Fatalf("server page %d: %v", rec.Code, err)

@@ -39,7 +39,7 @@ func TestLocalWorkerTakesJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	if n.sbx.Load().worker == nil {
+	if n.sbx.Load().LocalWorker() == nil {
 		t.Fatal("no local worker started")
 	}
 	if started, _ := n.crawls.start(); !started {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/histor-observer/histor/crawl/state"
 	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/pkgruns"
 )
 
 // serverPage is /api/v1/servers/<id> in HISTOR's member order; tools is
@@ -26,9 +27,9 @@ type serverPage struct {
 	// carries them; left out when the node keeps no view.
 	Observers []any          `json:"observers,omitempty"`
 	Agreement map[string]any `json:"agreement,omitempty"`
-	// Package is a package server's sandbox runs (sandbox_view.go); left
+	// Package is a package server's sandbox runs (node/pkgruns); left
 	// out for an endpoint.
-	Package *packageMember `json:"package,omitempty"`
+	Package *pkgruns.Member `json:"package,omitempty"`
 }
 
 type labelRow struct {
@@ -119,7 +120,7 @@ func (a *api) buildServerPage(c *catalog.Catalog, s *catalog.Server, now time.Ti
 		}
 	}
 	if a.packages != nil {
-		if p.Package, err = a.packages.member(s); err != nil {
+		if p.Package, err = a.packages.Member(s); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package node
+package pkgruns
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // packageTargets is every package the sandbox observes: the stored
 // targets that are Sandboxed and not delisted, and the curated list's
 // packages the registry does not list (as the crawl adds them), by id.
-func packageTargets(st *state.Store, cur *registry.Curated) ([]registry.Target, error) {
+func packageTargets(st RunReader, cur *registry.Curated) ([]registry.Target, error) {
 	stored, err := st.Targets()
 	if err != nil {
 		return nil, fmt.Errorf("reading targets: %w", err)
@@ -53,16 +53,16 @@ type candidate struct {
 // candidates orders the targets as the sandbox runs them: never-observed
 // packages first, in the curated list's order (by downloads) and then by
 // name, then the packages observed before, for their new versions.
-func (s *sandboxPart) candidates(ts []registry.Target) ([]candidate, error) {
+func (p *Part) candidates(ts []registry.Target) ([]candidate, error) {
 	cs := make([]candidate, 0, len(ts))
 	for _, t := range ts {
 		c := candidate{t: t, rank: len(ts)}
-		if s.curated != nil {
-			if r, ok := s.curated.Rank[t.ID]; ok {
+		if p.curated != nil {
+			if r, ok := p.curated.Rank[t.ID]; ok {
 				c.rank = r
 			}
 		}
-		_, err := s.st.PackageRun(t.ID)
+		_, err := p.st.PackageRun(t.ID)
 		switch {
 		case err == nil:
 			c.known = true
@@ -84,43 +84,43 @@ func (s *sandboxPart) candidates(ts []registry.Target) ([]candidate, error) {
 	return cs, nil
 }
 
-// scheduleRound queues the versions no run has observed yet, at most
+// ScheduleRound queues the versions no run has observed yet, at most
 // MaxJobsPerRound of them, and reports how many it queued. A version whose
 // only records are infrastructure statuses (busy, sandbox-unavailable,
 // inspection-failed, poisoned) is queued again: they say nothing of the
 // package. The queue holds a target once per its duplicate window (24 h),
 // so a version that keeps failing is tried at most that often.
-func (s *sandboxPart) scheduleRound(ctx context.Context) (int, error) {
-	s.round.Lock()
-	defer s.round.Unlock()
-	ts, err := packageTargets(s.st, s.curated)
+func (p *Part) ScheduleRound(ctx context.Context) (int, error) {
+	p.round.Lock()
+	defer p.round.Unlock()
+	ts, err := packageTargets(p.st, p.curated)
 	if err != nil {
 		return 0, err
 	}
-	cs, err := s.candidates(ts)
+	cs, err := p.candidates(ts)
 	if err != nil {
 		return 0, err
 	}
 	queued, resolves := 0, 0
 	resolved := map[string]string{} // endpoint → latest spec, this round
 	for _, c := range cs {
-		if queued == s.cfg.MaxJobsPerRound || ctx.Err() != nil {
+		if queued == p.cfg.MaxJobsPerRound || ctx.Err() != nil {
 			break
 		}
 		spec := c.t.Package
 		if spec == "" {
 			if spec = resolved[c.t.Endpoint]; spec == "" {
-				if resolves == s.cfg.MaxResolvesPerRound {
+				if resolves == p.cfg.MaxResolvesPerRound {
 					continue
 				}
 				resolves++
-				if spec = s.latest(ctx, c.t.Endpoint); spec == "" {
+				if spec = p.latest(ctx, c.t.Endpoint); spec == "" {
 					continue
 				}
 				resolved[c.t.Endpoint] = spec
 			}
 		}
-		ok, err := s.enqueue(ctx, c.t, spec)
+		ok, err := p.enqueue(ctx, c.t, spec)
 		if err != nil {
 			return queued, err
 		}
@@ -129,22 +129,22 @@ func (s *sandboxPart) scheduleRound(ctx context.Context) (int, error) {
 		}
 	}
 	if queued > 0 {
-		s.log.Info("sandbox jobs queued", "jobs", queued, "packages", len(cs))
+		p.log.Info("sandbox jobs queued", "jobs", queued, "packages", len(cs))
 	}
 	return queued, nil
 }
 
 // latest is the registry's latest version of the package key, as a spec;
 // "" when the registry cannot say (logged, tried again next round).
-func (s *sandboxPart) latest(ctx context.Context, key string) string {
+func (p *Part) latest(ctx context.Context, key string) string {
 	sp, err := pkgs.ParseSpec(key)
 	if err != nil {
-		s.log.Warn("package target with an unusable key", "endpoint", key, "err", err)
+		p.log.Warn("package target with an unusable key", "endpoint", key, "err", err)
 		return ""
 	}
-	r, err := s.pk.Resolve(ctx, sp)
+	r, err := p.pk.Resolve(ctx, sp)
 	if err != nil {
-		s.log.Warn("resolving the latest version", "package", key, "err", err)
+		p.log.Warn("resolving the latest version", "package", key, "err", err)
 		return ""
 	}
 	return r.Artifact
@@ -152,22 +152,22 @@ func (s *sandboxPart) latest(ctx context.Context, key string) string {
 
 // enqueue queues spec for t unless that version was observed; false when
 // nothing was queued.
-func (s *sandboxPart) enqueue(ctx context.Context, t registry.Target, spec string) (bool, error) {
+func (p *Part) enqueue(ctx context.Context, t registry.Target, spec string) (bool, error) {
 	version := specVersion(spec)
 	if version == "" {
 		return false, nil
 	}
-	done, err := s.observed(t.ID, version)
+	done, err := p.observed(t.ID, version)
 	if err != nil || done {
 		return false, err
 	}
-	job, err := queue.NewJob(spec, s.cfg.Limits, s.now())
+	job, err := queue.NewJob(spec, p.cfg.Limits, p.now())
 	if err != nil {
-		s.log.Warn("package target with an unusable spec", "target", t.ID, "spec", spec, "err", err)
+		p.log.Warn("package target with an unusable spec", "target", t.ID, "spec", spec, "err", err)
 		return false, nil
 	}
 	job.Env = t.Env // the registry checked the names; each gets a placeholder
-	err = s.q.Enqueue(ctx, job)
+	err = p.q.Enqueue(ctx, job)
 	if errors.Is(err, queue.ErrDuplicate) {
 		return false, nil
 	}
@@ -176,8 +176,8 @@ func (s *sandboxPart) enqueue(ctx context.Context, t registry.Target, spec strin
 
 // observed reports whether a run of version of target id said something
 // about the package (any status but an infrastructure one).
-func (s *sandboxPart) observed(id, version string) (bool, error) {
-	r, err := s.st.PackageVersion(id, version)
+func (p *Part) observed(id, version string) (bool, error) {
+	r, err := p.st.PackageVersion(id, version)
 	if errors.Is(err, state.ErrNotFound) {
 		return false, nil
 	}

@@ -1,10 +1,9 @@
-package node
+package pkgruns
 
 import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/histor-observer/histor/crawl/registry"
@@ -14,21 +13,37 @@ import (
 	"github.com/histor-observer/histor/sandbox"
 )
 
-// packageView reads the sandbox's runs for the API: the signed behaviour
-// census and the package member of a server's page. It needs no open
-// sandbox part: a node that runs none still counts its packages, all
-// unobserved.
-type packageView struct {
-	st      *state.Store
+// View reads the sandbox's runs for the API: the signed behaviour census
+// and the package member of a server's page. It needs no open Part: a node
+// that runs none still counts its packages, all unobserved.
+type View struct {
+	st      RunReader
 	curated *registry.Curated
 	key     ed25519.PrivateKey
 	did     string
 	now     func() time.Time
 }
 
-// census is the signed histor.behaviour-census/v1 over every package
+// ViewConfig is what a View reads and signs with.
+type ViewConfig struct {
+	Runs RunReader
+	// Curated is the curated list whose packages the census counts besides
+	// the registry's; nil: the registry's packages only.
+	Curated *registry.Curated
+	// Key and DID sign the census (the node's log key and its did:key).
+	Key ed25519.PrivateKey
+	DID string
+	Now func() time.Time
+}
+
+// NewView is the view of c.
+func NewView(c ViewConfig) *View {
+	return &View{st: c.Runs, curated: c.Curated, key: c.Key, did: c.DID, now: c.Now}
+}
+
+// Census is the signed histor.behaviour-census/v1 over every package
 // target, as HISTOR's `histor census` writes it.
-func (v *packageView) census() ([]byte, error) {
+func (v *View) Census() ([]byte, error) {
 	ts, err := packageTargets(v.st, v.curated)
 	if err != nil {
 		return nil, err
@@ -55,45 +70,16 @@ func (v *packageView) census() ([]byte, error) {
 	return format.SignDocument(v.key, v.did, body)
 }
 
-// Census is the node's signed behaviour census. The node must be open.
-func (n *Node) Census() ([]byte, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.state == nil {
-		return nil, errors.New("census: node not open")
-	}
-	return n.packageView().census()
+// Member is a package server's sandbox runs on its page: the last run and
+// every version observed. A record of what happened, never a verdict.
+type Member struct {
+	Key      string       `json:"key"` // npm:<name> or pypi:<name>
+	LastRun  *RunView     `json:"lastRun"`
+	Versions []VersionRow `json:"versions"`
 }
 
-func (n *Node) packageView() *packageView {
-	return &packageView{st: n.state, curated: n.cfg.Crawl.Curated, key: n.id.logKey, did: n.id.did, now: n.now}
-}
-
-// serveCensus answers GET /api/v1/census.
-func (a *api) serveCensus(w http.ResponseWriter, r *http.Request) {
-	if a.packages == nil {
-		a.fail(w, http.StatusServiceUnavailable, "this node serves no crawl state")
-		return
-	}
-	doc, err := a.packages.census()
-	if err != nil {
-		a.internal(w, r, "building census", err)
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeBody(w, "application/json", doc)
-}
-
-// packageMember is a package server's sandbox runs on its page: the last
-// run and every version observed. A record of what happened, never a
-// verdict.
-type packageMember struct {
-	Key      string          `json:"key"` // npm:<name> or pypi:<name>
-	LastRun  *packageRunView `json:"lastRun"`
-	Versions []versionRow    `json:"versions"`
-}
-
-type packageRunView struct {
+// RunView is one run as a server's page shows it.
+type RunView struct {
 	Package      string                `json:"package"`
 	Version      string                `json:"version"`
 	Status       string                `json:"status"`
@@ -101,7 +87,7 @@ type packageRunView struct {
 	ObservedAt   string                `json:"observedAt"`
 	Seconds      float64               `json:"seconds"`
 	Runtime      sandbox.Runtime       `json:"runtime"`
-	Calls        callsView             `json:"calls"`
+	Calls        CallsView             `json:"calls"`
 	Complete     bool                  `json:"complete"`
 	Behaviour    *string               `json:"behaviour"`    // SRI of the behaviour record
 	BehaviourURL *string               `json:"behaviourUrl"` // where it is served
@@ -109,9 +95,9 @@ type packageRunView struct {
 	Signals      []string              `json:"signals"`
 }
 
-// callsView is the canary calls' coverage, without the per-tool outcomes
+// CallsView is the canary calls' coverage, without the per-tool outcomes
 // (those are in the behaviour record).
-type callsView struct {
+type CallsView struct {
 	Total      int  `json:"total"`
 	Attempted  int  `json:"attempted"`
 	Successful int  `json:"successful"`
@@ -121,7 +107,8 @@ type callsView struct {
 	Complete   bool `json:"complete"`
 }
 
-type versionRow struct {
+// VersionRow is one version observed, in a Member's list.
+type VersionRow struct {
 	Version    string `json:"version"`
 	Status     string `json:"status"`
 	ObservedAt string `json:"observedAt"`
@@ -130,12 +117,12 @@ type versionRow struct {
 // maxVersionRows bounds the versions a page lists.
 const maxVersionRows = 100
 
-// member is s's package member; nil for a server that is not a package.
-func (v *packageView) member(s *catalog.Server) (*packageMember, error) {
+// Member is s's package member; nil for a server that is not a package.
+func (v *View) Member(s *catalog.Server) (*Member, error) {
 	if s.Transport != registry.TransportStdio {
 		return nil, nil
 	}
-	m := &packageMember{Key: s.Endpoint, Versions: []versionRow{}}
+	m := &Member{Key: s.Endpoint, Versions: []VersionRow{}}
 	run, err := v.st.PackageRun(s.ID)
 	switch {
 	case err == nil:
@@ -148,17 +135,17 @@ func (v *packageView) member(s *catalog.Server) (*packageMember, error) {
 		return nil, fmt.Errorf("reading package versions of %s: %w", s.ID, err)
 	}
 	for _, r := range vs {
-		m.Versions = append(m.Versions, versionRow{Version: r.Version, Status: string(r.Status), ObservedAt: catalog.FormatTime(r.ObservedAt)})
+		m.Versions = append(m.Versions, VersionRow{Version: r.Version, Status: string(r.Status), ObservedAt: catalog.FormatTime(r.ObservedAt)})
 	}
 	return m, nil
 }
 
-func runView(r *state.PackageRun) *packageRunView {
+func runView(r *state.PackageRun) *RunView {
 	c := r.Calls
-	pv := &packageRunView{
+	pv := &RunView{
 		Package: r.Package, Version: r.Version, Status: string(r.Status), Detail: nullStr(r.Detail),
 		ObservedAt: catalog.FormatTime(r.ObservedAt), Seconds: r.Seconds, Runtime: r.Runtime,
-		Calls: callsView{Total: c.Total, Attempted: c.Attempted, Successful: c.Successful, Errors: c.Errors,
+		Calls: CallsView{Total: c.Total, Attempted: c.Attempted, Successful: c.Successful, Errors: c.Errors,
 			Timeouts: c.Timeouts, Skipped: c.Skipped, Complete: c.Complete},
 		Complete: r.Complete, Behaviour: nullStr(r.Behaviour), VersionFacts: r.Facts, Signals: []string{},
 	}
@@ -170,4 +157,12 @@ func runView(r *state.PackageRun) *packageRunView {
 		pv.Signals = r.Facts.Signals
 	}
 	return pv
+}
+
+// nullStr is s as a JSON string, or null when it is empty.
+func nullStr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

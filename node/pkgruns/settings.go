@@ -1,4 +1,4 @@
-package node
+package pkgruns
 
 import (
 	"crypto/tls"
@@ -15,10 +15,10 @@ import (
 	"github.com/histor-observer/histor/sandbox/queue"
 )
 
-// SandboxConfig is the node's sandbox part: the work queue that carries
+// Settings are the node's sandbox part: the work queue that carries
 // package observations to workers, the scheduler that fills it, and the
 // handler that turns what comes back into labels (docs/operations.md,
-// "Sandbox workers").
+// "Sandbox workers"). The node's Config.Sandbox is this type.
 //
 // The part is off unless Enabled: a node with it off observes no packages
 // (their targets stay listed, unobserved, and the census counts them), so
@@ -26,7 +26,7 @@ import (
 // queue and no port. It is never switched on by runsc being installed: a
 // sandbox host needs its Debian roots built first, which takes minutes and
 // the network, and the operator decides that.
-type SandboxConfig struct {
+type Settings struct {
 	// Enabled opens the queue, the scheduler and the results handler.
 	Enabled bool
 
@@ -87,16 +87,17 @@ type SandboxConfig struct {
 	MaxDeliver int
 }
 
-// Defaults of SandboxConfig.
+// Defaults of Settings.
 const (
-	DefaultSandboxInterval = time.Hour
+	DefaultInterval        = time.Hour
 	DefaultMaxJobsPerRound = 64
 )
 
-func (c *Config) applySandboxDefaults() {
-	s := &c.Sandbox
+// ApplyDefaults fills in the settings left zero; dataDir is the node's
+// data directory, under which Host.Dir defaults to "sandbox".
+func (s *Settings) ApplyDefaults(dataDir string) {
 	if s.Interval == 0 {
-		s.Interval = DefaultSandboxInterval
+		s.Interval = DefaultInterval
 	}
 	if s.MaxJobsPerRound == 0 {
 		s.MaxJobsPerRound = DefaultMaxJobsPerRound
@@ -104,8 +105,8 @@ func (c *Config) applySandboxDefaults() {
 	if s.MaxResolvesPerRound == 0 {
 		s.MaxResolvesPerRound = 4 * s.MaxJobsPerRound
 	}
-	if s.Host.Dir == "" && c.DataDir != "" {
-		s.Host.Dir = filepath.Join(c.DataDir, "sandbox")
+	if s.Host.Dir == "" && dataDir != "" {
+		s.Host.Dir = filepath.Join(dataDir, "sandbox")
 	}
 	if s.Host.NPMRegistry == "" {
 		s.Host.NPMRegistry = s.NPMRegistry
@@ -118,10 +119,9 @@ func (c *Config) applySandboxDefaults() {
 	}
 }
 
-// checkSandbox validates the sandbox part's settings.
-func (c *Config) checkSandbox() error {
-	c.applySandboxDefaults()
-	s := &c.Sandbox
+// Check validates settings whose defaults are applied. Its errors name the
+// fields as the node's Config holds them (Sandbox.…).
+func (s *Settings) Check() error {
 	switch {
 	case s.Interval < time.Minute:
 		return fmt.Errorf("config: Sandbox.Interval %v, want at least 1m", s.Interval)

@@ -1,4 +1,4 @@
-package node
+package pkgruns
 
 import (
 	"bytes"
@@ -28,24 +28,24 @@ import (
 // of that package. An error leaves the result to be offered again; a
 // result that can never be recorded (it does not parse) is logged and
 // dropped, or it would come back forever.
-func (s *sandboxPart) handle(ctx context.Context, r queue.Result) error {
+func (p *Part) handle(ctx context.Context, r queue.Result) error {
 	obs, err := sandbox.ParseObservation(r.Observation)
 	if err != nil {
-		s.log.Warn("dropping a sandbox result", "job", r.JobID, "target", r.Target, "err", err)
+		p.log.Warn("dropping a sandbox result", "job", r.JobID, "target", r.Target, "err", err)
 		return nil
 	}
 	version := specVersion(r.Target)
 	if obs.Package != r.Target || version == "" {
-		s.log.Warn("dropping a sandbox result for another package", "job", r.JobID, "target", r.Target, "package", obs.Package)
+		p.log.Warn("dropping a sandbox result for another package", "job", r.JobID, "target", r.Target, "package", obs.Package)
 		return nil
 	}
-	ts, err := s.targetsOf(specKey(r.Target))
+	ts, err := p.targetsOf(specKey(r.Target))
 	if err != nil {
 		return err
 	}
 	var labelled []string
 	for _, t := range ts {
-		wrote, err := s.record(ctx, t, version, obs)
+		wrote, err := p.record(ctx, t, version, obs)
 		if err != nil {
 			return fmt.Errorf("recording %s for %s: %w", r.Target, t.ID, err)
 		}
@@ -53,18 +53,18 @@ func (s *sandboxPart) handle(ctx context.Context, r queue.Result) error {
 			labelled = append(labelled, t.ID)
 		}
 	}
-	if err := s.catalog.Reload(); err != nil {
-		s.log.Error("reloading the catalog after a sandbox run", "err", err)
+	if err := p.catalog.Reload(); err != nil {
+		p.log.Error("reloading the catalog after a sandbox run", "err", err)
 	}
-	if len(labelled) > 0 && s.recorded != nil {
-		s.recorded(ctx, labelled)
+	if len(labelled) > 0 && p.recorded != nil {
+		p.recorded(ctx, labelled)
 	}
 	return nil
 }
 
 // targetsOf is the package targets whose endpoint is key.
-func (s *sandboxPart) targetsOf(key string) ([]registry.Target, error) {
-	all, err := packageTargets(s.st, s.curated)
+func (p *Part) targetsOf(key string) ([]registry.Target, error) {
+	all, err := packageTargets(p.st, p.curated)
 	if err != nil {
 		return nil, err
 	}
@@ -82,15 +82,15 @@ func (s *sandboxPart) targetsOf(key string) ([]registry.Target, error) {
 // behaviour record as evidence) and then a PackageRun for any other. A
 // version already recorded with a package status is left as it is: the
 // same result may come twice. labelled reports that labels were written.
-func (s *sandboxPart) record(ctx context.Context, t registry.Target, version string, obs *sandbox.Observation) (labelled bool, err error) {
-	if done, err := s.observed(t.ID, version); err != nil || done {
+func (p *Part) record(ctx context.Context, t registry.Target, version string, obs *sandbox.Observation) (labelled bool, err error) {
+	if done, err := p.observed(t.ID, version); err != nil || done {
 		return false, err
 	}
 	run := packageRun(t.ID, version, obs)
 	if obs.Status.Infrastructure() {
-		return false, s.st.PutPackageRun(run)
+		return false, p.st.PutPackageRun(run)
 	}
-	if err := s.compareFacts(t.ID, version, &run); err != nil {
+	if err := p.compareFacts(t.ID, version, &run); err != nil {
 		return false, err
 	}
 	rec, err := behaviourRecord(obs, run.Facts)
@@ -105,7 +105,7 @@ func (s *sandboxPart) record(ctx context.Context, t registry.Target, version str
 	sum := sha256.Sum256(rec)
 	run.Behaviour, run.BehaviourSHA256 = mtl.SRI(rec), hex.EncodeToString(sum[:])
 	// The run is committed with the labels' state, in one batch.
-	if _, err := s.cr.Record(ctx, t, mo, &run, hlog.Evidence{Kind: hlog.EvidenceBehaviour, Body: rec}); err != nil {
+	if _, err := p.cr.Record(ctx, t, mo, &run, hlog.Evidence{Kind: hlog.EvidenceBehaviour, Body: rec}); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -133,11 +133,11 @@ func packageRun(id, version string, obs *sandbox.Observation) state.PackageRun {
 // compareFacts sets the run's signals against the facts of the version
 // observed before it, read from the state: the node decides them, not the
 // worker.
-func (s *sandboxPart) compareFacts(id, version string, run *state.PackageRun) error {
+func (p *Part) compareFacts(id, version string, run *state.PackageRun) error {
 	if run.Facts == nil {
 		return nil
 	}
-	prev, err := s.st.PackageRun(id)
+	prev, err := p.st.PackageRun(id)
 	if errors.Is(err, state.ErrNotFound) || (err == nil && (prev.Version == version || prev.Facts == nil)) {
 		pkgs.Compare(run.Facts, "", nil)
 		return nil

@@ -1,4 +1,4 @@
-package node
+package pkgruns
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"github.com/histor-observer/histor/sandbox/queue"
 )
 
-// SandboxWorker is one sandbox worker: an observer on its host taking jobs from a queue. It is
+// Worker is one sandbox worker: an observer on its host taking jobs from a queue. It is
 // `histor sandbox worker` and a node's own local worker alike, so their lifecycle is written
-// once: NewSandboxWorker, Run until the context ends, Close.
-type SandboxWorker struct {
+// once: NewWorker, Run until the context ends, Close.
+type Worker struct {
 	w     *queue.Worker
 	close func() error // releases the observer; nil when Observe was given
 }
@@ -33,9 +33,9 @@ type WorkerSettings struct {
 	Registerer prometheus.Registerer
 }
 
-// NewSandboxWorker starts the observer (unless Observe is given) and connects to the queue.
-func NewSandboxWorker(ctx context.Context, s WorkerSettings) (*SandboxWorker, error) {
-	sw := &SandboxWorker{}
+// NewWorker starts the observer (unless Observe is given) and connects to the queue.
+func NewWorker(ctx context.Context, s WorkerSettings) (*Worker, error) {
+	sw := &Worker{}
 	observe := s.Observe
 	if observe == nil {
 		cfg, err := s.Host.Config()
@@ -63,13 +63,13 @@ func NewSandboxWorker(ctx context.Context, s WorkerSettings) (*SandboxWorker, er
 }
 
 // Name is the worker's name in the queue.
-func (sw *SandboxWorker) Name() string { return sw.w.Name() }
+func (sw *Worker) Name() string { return sw.w.Name() }
 
 // Run takes jobs until ctx ends.
-func (sw *SandboxWorker) Run(ctx context.Context) error { return sw.w.Run(ctx) }
+func (sw *Worker) Run(ctx context.Context) error { return sw.w.Run(ctx) }
 
 // Close disconnects from the queue, then releases the observer.
-func (sw *SandboxWorker) Close() error {
+func (sw *Worker) Close() error {
 	sw.w.Close()
 	if sw.close != nil {
 		return sw.close()
