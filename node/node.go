@@ -162,8 +162,9 @@ func (n *Node) Handler() http.Handler {
 			n.metrics.inFlight.Dec()
 			n.metrics.observe(m, sw.Status(), time.Since(start))
 		}()
-		if h := n.api.Load(); h != nil {
-			m = h.router.Lookup(r) // every api serves the same table
+		peeked := n.api.Load()
+		if peeked != nil {
+			m = peeked.router.Lookup(r) // for the in-flight bound and the metrics label
 		}
 		if m == nil || !m.Unbounded {
 			select {
@@ -182,6 +183,9 @@ func (n *Node) Handler() http.Handler {
 		if h == nil {
 			writeDetail(sw, http.StatusServiceUnavailable, "log not open")
 			return
+		}
+		if peeked != h {
+			m = h.router.Lookup(r) // reopened meanwhile: serve with the handlers of this api
 		}
 		h.serve(sw, r, m)
 	}))

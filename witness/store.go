@@ -86,7 +86,10 @@ func decodePast(b []byte) ([32]byte, []byte, error) {
 }
 
 // pebbleKV is the witness's Pebble database, every commit synced.
-type pebbleKV struct{ db *pebble.DB }
+type pebbleKV struct {
+	db    *pebble.DB
+	guard pebbledb.Guard // every commit; stopped by the first fatal one
+}
 
 func openPebble(dir string, fs vfs.FS, logger *slog.Logger) (*pebbleKV, error) {
 	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(logger), FS: fs})
@@ -118,7 +121,7 @@ func (p *pebbleKV) commit(pairs []kvPair) error {
 	}
 	// A WAL write that fails is fatal to Pebble: it panics in this goroutine (the request's),
 	// and Apply turns that into the error that stops the witness's writes.
-	return pebbledb.Apply(func() error { return b.Commit(pebble.Sync) })
+	return p.guard.Apply(func() error { return b.Commit(pebble.Sync) })
 }
 
 func (p *pebbleKV) scan(prefix []byte, fn func(key, value []byte) error) error {
@@ -140,4 +143,4 @@ func (p *pebbleKV) scan(prefix []byte, fn func(key, value []byte) error) error {
 	return it.Close()
 }
 
-func (p *pebbleKV) close() error { return p.db.Close() }
+func (p *pebbleKV) close() error { return p.guard.Close(p.db) }

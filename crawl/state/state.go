@@ -228,7 +228,7 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
+	if err := s.guard.Close(s.db); err != nil {
 		return fmt.Errorf("closing crawl state: %w", err)
 	}
 	return nil

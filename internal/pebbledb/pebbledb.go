@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
@@ -172,3 +173,31 @@ func (e *StoppedError) Error() string {
 	return "store stopped after a fatal write error: " + e.Cause.Error()
 }
 func (e *StoppedError) Unwrap() error { return e.Cause }
+
+// FatalCloseWait bounds how long Guard.Close waits for Pebble after a fatal error. A
+// variable only so that fault tests, which meet many such stores, can wait less.
+var FatalCloseWait = 5 * time.Second
+
+// Close closes db. After a fatal error Pebble may never finish closing (a WAL it could not
+// rotate leaves its mutex held for good), so then Close waits FatalCloseWait at most and
+// leaves the database to the process's exit, saying so.
+func (g *Guard) Close(db *pebble.DB) error {
+	if g.Stopped() == nil {
+		return db.Close()
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("closing pebble after a fatal error: %v", p)
+			}
+		}()
+		done <- db.Close()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(FatalCloseWait):
+		return fmt.Errorf("closing pebble after a fatal error: not closed after %s; the process's exit releases it (%w)", FatalCloseWait, g.Stopped())
+	}
+}

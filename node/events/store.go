@@ -71,7 +71,7 @@ func Open(dir string) (*Store, error) {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
+	if err := s.guard.Close(s.db); err != nil {
 		return fmt.Errorf("closing events: %w", err)
 	}
 	return nil

@@ -10,10 +10,19 @@ type metrics struct {
 	forks      prometheus.Counter
 	unreadable prometheus.Counter
 	pending    prometheus.Counter
+	stopped    prometheus.GaugeFunc
 }
 
-func newMetrics() *metrics {
+// newMetrics makes the store's series; stopped is read by histor_mirror_stopped.
+func newMetrics(stopped func() error) *metrics {
 	return &metrics{
+		stopped: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "histor_mirror_stopped",
+			Help: "1 once a failed store write stopped the mirror's writes (until it is reopened), else 0."}, func() float64 {
+			if stopped() != nil {
+				return 1
+			}
+			return 0
+		}),
 		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "histor_mirror_syncs_total",
 			Help: "Mirror syncs that did not refuse their source, by outcome (ok, unavailable, forked)."}, []string{"result"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "histor_mirror_refused_total",
@@ -32,5 +41,5 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.syncs, m.refused, m.entries, m.bytes, m.forks, m.unreadable, m.pending}
+	return []prometheus.Collector{m.syncs, m.refused, m.entries, m.bytes, m.forks, m.unreadable, m.pending, m.stopped}
 }

@@ -169,7 +169,8 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening mirror store: %w", err)
 	}
-	s := &Store{cfg: cfg, db: db, logs: map[string]*mlog{}, metrics: newMetrics()}
+	s := &Store{cfg: cfg, db: db, logs: map[string]*mlog{}}
+	s.metrics = newMetrics(s.Stopped)
 	if err := s.load(); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -184,7 +185,7 @@ func (s *Store) Close() error {
 	var err error
 	s.close.Do(func() {
 		s.metricSet.Unregister()
-		if err = s.db.Close(); err != nil {
+		if err = s.guard.Close(s.db); err != nil {
 			err = fmt.Errorf("closing mirror store: %w", err)
 		}
 	})

@@ -363,6 +363,9 @@ func (s *Store) note(l *mlog, src Source, res Result, err error) {
 		s.metrics.syncs.WithLabelValues("forked").Inc()
 	default:
 		s.metrics.syncs.WithLabelValues("unavailable").Inc()
+		if stopped := s.Stopped(); stopped != nil {
+			s.cfg.Logger.Error("mirror store stopped after a failed write", "observer", l.did, "err", stopped)
+		}
 	}
 	s.metrics.entries.Add(float64(res.Entries))
 	l.mu.Lock()

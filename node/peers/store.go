@@ -136,7 +136,7 @@ func (c *Config) applyDefaults() {
 
 // Close closes the store.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
+	if err := s.guard.Close(s.db); err != nil {
 		return fmt.Errorf("closing peer store: %w", err)
 	}
 	return nil

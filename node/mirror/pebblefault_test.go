@@ -1,0 +1,177 @@
+package mirror_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/internal/faultfs"
+	"github.com/histor-observer/histor/internal/pebbledb"
+	"github.com/histor-observer/histor/node/mirror"
+)
+
+// TestPebbleFaults syncs a mirror over a disk that fails: each write, sync, create, rename,
+// remove and close after Open in turn, once and from then on, and a disk that fills. After
+// each: a sync that met the fault says so with an error carrying it (no panic escapes), a
+// store whose commit pipeline met it stops and says so (Stopped, histor_mirror_stopped); and
+// after a crash that loses what was not synced the mirror reopens holding whole bundles only,
+// no fewer entries than a sync reported done, no checkpoint over a tree it does not hold
+// whole, and one more sync brings it to the whole log with every observation.
+func TestPebbleFaults(t *testing.T) {
+	o := newObserver(t, "eta")
+	for i := range 6 {
+		o.observe("com.example/f"+string(rune('a'+i)), "https://f.example/mcp", "x", 120)
+	}
+	size := o.log.Latest().Size
+	src := &logSource{"honest", o.log}
+
+	// run opens a mirror on mem, arms inj, syncs and reports what the sync said it holds.
+	defer func(wait time.Duration) { pebbledb.FatalCloseWait = wait }(pebbledb.FatalCloseWait)
+	pebbledb.FatalCloseWait = 200 * time.Millisecond
+	run := func(t *testing.T, mem *vfs.MemFS, inj faultfs.Injector) (held uint64, stopped, err error) {
+		t.Helper()
+		sw := &faultfs.Switch{}
+		reg := prometheus.NewRegistry()
+		s, err := mirror.Open(mirror.Config{Dir: "m", FS: faultfs.Wrap(mem, sw), BundlesPerBatch: 1, Registerer: reg})
+		if err != nil {
+			t.Fatalf("opening before the fault: %v", err)
+		}
+		if err := s.Follow(o.did, ""); err != nil {
+			t.Fatalf("following before the fault: %v", err)
+		}
+		sw.Arm(inj)
+		_, err = s.Sync(context.Background(), o.did, src)
+		if err != nil && !faultfs.IsFault(err) {
+			t.Fatalf("a sync over a failing disk: %v, not the fault", err)
+		}
+		if stopped := s.Stopped(); stopped != nil && !faultfs.IsFault(stopped) {
+			t.Fatalf("Stopped is %v, not the fault", stopped)
+		}
+		if want := map[bool]float64{false: 0, true: 1}[s.Stopped() != nil]; gauge(t, reg, "histor_mirror_stopped") != want {
+			t.Fatalf("histor_mirror_stopped is %v, want %v (stopped: %v)", gauge(t, reg, "histor_mirror_stopped"), want, s.Stopped())
+		}
+		if err == nil {
+			held = s.Size(o.did)
+		}
+		stopped = s.Stopped()
+		if cerr := s.Close(); cerr != nil && !faultfs.IsFault(cerr) {
+			t.Fatalf("closing after the fault: %v", cerr)
+		}
+		return held, stopped, err
+	}
+	// verify crashes mem and checks what it kept, then that a sync resumes to the whole log.
+	// It reads a copy of what was synced, as a restarted process would: a store stopped by a
+	// fatal error may still hold its lock in this one.
+	verify := func(t *testing.T, mem *vfs.MemFS, acked uint64) {
+		t.Helper()
+		mem.ResetToSyncedState()
+		disk := vfs.NewStrictMem()
+		if _, err := vfs.Clone(mem, disk, "m", "m"); err != nil {
+			t.Fatalf("copying the synced disk: %v", err)
+		}
+		s, err := mirror.Open(mirror.Config{Dir: "m", FS: disk})
+		if err != nil {
+			t.Fatalf("reopening after the fault: %v", err)
+		}
+		held := s.Size(o.did)
+		switch {
+		case held < acked:
+			t.Fatalf("reopened holding %d entries; a sync reported %d done", held, acked)
+		case held%256 != 0 && held != size:
+			t.Fatalf("reopened holding %d entries, not whole bundles", held)
+		case s.Checkpoint(o.did) != nil && held != size:
+			t.Fatalf("a checkpoint served over %d entries of %d", held, size)
+		}
+		if err := s.Follow(o.did, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Sync(context.Background(), o.did, src); err != nil {
+			t.Fatalf("syncing after the fault: %v", err)
+		}
+		if s.Size(o.did) != size || len(index(t, s, o.did)) != 6 {
+			t.Fatalf("resumed to %d entries and %d observations, want %d and 6", s.Size(o.did), len(index(t, s, o.did)), size)
+		}
+		s.Close()
+	}
+
+	counts := map[faultfs.Op]*faultfs.Plan{}
+	room := &faultfs.Full{Bytes: 1 << 40}
+	all := faultfs.All{room}
+	for _, op := range faultfs.Ops {
+		counts[op] = &faultfs.Plan{Kinds: []faultfs.Op{op}}
+		all = append(all, counts[op])
+	}
+	mem := vfs.NewStrictMem()
+	if held, _, err := run(t, mem, all); err != nil || held != size {
+		t.Fatalf("a sync without faults: %d of %d, %v", held, size, err)
+	}
+	verify(t, mem, size)
+	if counts[faultfs.Write].Seen() == 0 || counts[faultfs.Sync].Seen() == 0 {
+		t.Fatal("the sync wrote nothing the test could fail")
+	}
+	failed, stopped := 0, 0
+	for _, op := range faultfs.Ops {
+		for _, at := range faultfs.Spread(counts[op].Seen(), 8) {
+			for _, sticky := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s#%d/%s", op, at, map[bool]string{false: "once", true: "from-then-on"}[sticky]), func(t *testing.T) {
+					mem := vfs.NewStrictMem()
+					plan := &faultfs.Plan{Kinds: []faultfs.Op{op}, At: at, Sticky: sticky}
+					held, halted, err := run(t, mem, plan)
+					if len(plan.Fired()) == 0 && plan.Seen() < at {
+						t.Skipf("this sync made %d such calls, not %d (the last ones vary with timing)", plan.Seen(), at)
+					}
+					if len(plan.Fired()) == 0 {
+						t.Fatalf("the fault never fired (%d calls)", plan.Seen())
+					}
+					if err != nil {
+						failed++
+					}
+					if halted != nil {
+						stopped++
+					}
+					verify(t, mem, held)
+				})
+			}
+		}
+	}
+	for _, frac := range []int64{10, 50, 90} {
+		t.Run(fmt.Sprintf("full-disk-at-%d%%", frac), func(t *testing.T) {
+			mem := vfs.NewStrictMem()
+			full := &faultfs.Full{Bytes: room.Used() * frac / 100}
+			held, halted, err := run(t, mem, full)
+			if halted != nil {
+				stopped++
+			}
+			if full.Refused() == 0 || err == nil {
+				t.Fatalf("a disk full at %d of %d bytes refused %d writes, sync said %v", full.Bytes, room.Used(), full.Refused(), err)
+			}
+			failed++
+			verify(t, mem, held)
+		})
+	}
+	if failed == 0 {
+		t.Fatal("no fault failed a sync: the test failed nothing that mattered")
+	}
+	t.Logf("calls in one sync: write %d, sync %d, create %d, rename %d, remove %d, close %d; %d bytes; %d runs failed the sync, %d stopped the store",
+		counts[faultfs.Write].Seen(), counts[faultfs.Sync].Seen(), counts[faultfs.Create].Seen(), counts[faultfs.Rename].Seen(),
+		counts[faultfs.Remove].Seen(), counts[faultfs.Close].Seen(), room.Used(), failed, stopped)
+}
+
+// gauge reads the gauge name from reg; -1 if it is not there.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
+}
