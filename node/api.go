@@ -33,7 +33,7 @@ type Log interface {
 
 // cacheImmutable is sent with anything addressed by content or by a
 // position that can never change (labels, evidence, full tiles).
-const cacheImmutable = "public, max-age=31536000, immutable"
+const cacheImmutable = httpx.CacheImmutable
 
 // maxIDBytes bounds a label id or an evidence SRI in a path; real ones are
 // 45 (urn:uuid:…) and 51 (sha256-…) bytes.

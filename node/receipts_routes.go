@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/internal/proofs"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node/catalog"
 )
@@ -209,7 +210,7 @@ func (rl *receiptsLog) proof(index, size uint64) (*receiptProof, error) {
 		return nil, err
 	}
 	p := &receiptProof{Anchor: anchor, LeafIndex: index, LoggedAt: catalog.FormatTime(logged.Time),
-		TreeSize: size, AuditPath: appendHexList(nil, path), STH: json.RawMessage("null")}
+		TreeSize: size, AuditPath: proofs.AppendHexList(nil, path), STH: json.RawMessage("null")}
 	switch head, err := rl.log.HeadAt(size); {
 	case err == nil:
 		p.STH = head.STH
