@@ -10,6 +10,7 @@ import (
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
+	"github.com/histor-observer/histor/node/receipts"
 )
 
 // Log is what the HTTP API reads. *log.Log satisfies it; the interface keeps
@@ -61,7 +62,7 @@ type api struct {
 	events   *eventParts             // /api/v1/security-events, /security-feed.xml; nil: 503
 	mcp      http.Handler            // the MCP face at /mcp; nil: 503
 	webhooks *webhooks               // the operator's delivery log; nil without subscriptions
-	receipts *receiptsLog            // the receipts log; nil answers 404
+	receipts *receipts.Log           // the receipts log; nil answers 404
 	agent    *aimarketPeer           // the AIMarket peer routes; nil answers 503
 	packages *packageView            // the sandbox's runs: census, package member; nil without crawl state
 }

@@ -17,12 +17,20 @@ type apiRoute struct {
 	// unbounded routes are served beyond MaxInFlight: liveness probes and
 	// metric scrapes must get through while the node is busy.
 	unbounded bool
+	// mount, when set, is a part's own routes, listed here in their order;
+	// the entry has nothing else. They are bound to the part a holds when
+	// the router is built.
+	mount func(a *api) []Route
 }
 
 // routes is the node's route table with every handler bound to a.
 func (a *api) routes() []Route {
 	out := make([]Route, 0, len(routeTable))
 	for _, e := range routeTable {
+		if e.mount != nil {
+			out = append(out, e.mount(a)...)
+			continue
+		}
 		out = append(out, Route{Pattern: e.Pattern, Methods: e.Methods, Unbounded: e.unbounded,
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { e.serve(a, w, r) })})
 	}
