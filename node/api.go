@@ -12,6 +12,7 @@ import (
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node/notify"
 	"github.com/histor-observer/histor/node/pkgruns"
+	"github.com/histor-observer/histor/node/receipts"
 )
 
 // Log is what the HTTP API reads. *log.Log satisfies it; the interface keeps
@@ -35,7 +36,7 @@ type Log interface {
 
 // cacheImmutable is sent with anything addressed by content or by a
 // position that can never change (labels, evidence, full tiles).
-const cacheImmutable = "public, max-age=31536000, immutable"
+const cacheImmutable = httpx.CacheImmutable
 
 // maxIDBytes bounds a label id or an evidence SRI in a path; real ones are
 // 45 (urn:uuid:…) and 51 (sha256-…) bytes.
@@ -63,7 +64,7 @@ type api struct {
 	events   *notify.Part            // /api/v1/security-events, /security-feed.xml; nil: 503
 	mcp      http.Handler            // the MCP face at /mcp; nil: 503
 	webhooks *notify.Webhooks        // the operator's delivery log; nil without subscriptions
-	receipts *receiptsLog            // the receipts log; nil answers 404
+	receipts *receipts.Log           // the receipts log; nil answers 404
 	agent    *aimarketPeer           // the AIMarket peer routes; nil answers 503
 	packages *pkgruns.View           // the sandbox's runs: census, package member; nil without crawl state
 }

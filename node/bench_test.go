@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/histor-observer/histor/internal/proofs"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/logtest"
 )
@@ -181,7 +182,7 @@ func BenchmarkHTTPInclusionProof1M(b *testing.B) {
 // answering a body of the same size as a proof answer at a million leaves
 // (20 hashes).
 func BenchmarkHTTPBareHandler(b *testing.B) {
-	body := appendHexList([]byte(`{"leafIndex":123456,"treeSize":1000000,"proof":`), make([][32]byte, 20))
+	body := proofs.AppendHexList([]byte(`{"leafIndex":123456,"treeSize":1000000,"proof":`), make([][32]byte, 20))
 	body = append(body, '}')
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

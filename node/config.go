@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/node/receipts"
 	"github.com/histor-observer/histor/node/webhook"
 )
 
@@ -492,6 +493,20 @@ func (c *Config) applyCheckDefaults() {
 	if c.MaxCheckClients == 0 {
 		c.MaxCheckClients = DefaultMaxCheckClients
 	}
+}
+
+// checkReceipts validates ReceiptIssuers: did:keys, each once.
+func (c *Config) checkReceipts() error {
+	var ie *receipts.IssuerError
+	switch err := receipts.CheckIssuers(c.ReceiptIssuers); {
+	case errors.As(err, &ie) && ie.Twice:
+		return fmt.Errorf("config: ReceiptIssuers lists %s twice", ie.DID)
+	case errors.As(err, &ie):
+		return fmt.Errorf("config: ReceiptIssuers[%d] is not an Ed25519 did:key: %w", ie.Index, ie.Err)
+	case err != nil:
+		return fmt.Errorf("config: ReceiptIssuers: %w", err)
+	}
+	return nil
 }
 
 func (c *Config) checkCheckLimits() error {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/internal/proofs"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/mtl"
@@ -121,7 +122,7 @@ func (a *api) writeLabelProof(w http.ResponseWriter, id string, index uint64, he
 	*b = append(*b, `,"leafInput":"JCS(label document)","sth":`...)
 	*b = append(*b, head.STH...)
 	*b = append(*b, `,"inclusionProof":`...)
-	*b = appendHexList(*b, proof)
+	*b = proofs.AppendHexList(*b, proof)
 	*b = append(*b, '}')
 	writeBody(w, "application/json", *b)
 }

@@ -1,13 +1,12 @@
 package node
 
 import (
-	"encoding/hex"
 	"errors"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/internal/proofs"
 	hlog "github.com/histor-observer/histor/log"
 )
 
@@ -100,53 +99,12 @@ func (a *api) serveInclusion(w http.ResponseWriter, r *http.Request) {
 		a.proofFailed(w, r, err)
 		return
 	}
-	writeProof(w, `{"leafIndex":`, leaf.Value, `,"treeSize":`, size.Value, proof)
+	proofs.Write(w, `{"leafIndex":`, leaf.Value, `,"treeSize":`, size.Value, proof)
 }
 
 // serveConsistency answers /api/v1/log/proof/consistency?first=&second=.
 func (a *api) serveConsistency(w http.ResponseWriter, r *http.Request) {
-	first, second := httpx.Uint{Name: "first"}, httpx.Uint{Name: "second"}
-	if err := a.params(r, &first, &second); err != nil {
-		a.fail(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	switch {
-	case first.Value < 1:
-		a.fail(w, http.StatusBadRequest, "first must be at least 1")
-		return
-	case first.Value > second.Value:
-		a.fail(w, http.StatusBadRequest, "first must not exceed second")
-		return
-	case second.Value > a.log.Size():
-		a.fail(w, http.StatusBadRequest, "second is larger than the log")
-		return
-	}
-	var proof [][32]byte
-	if first.Value < second.Value { // RFC 9162: between equal sizes the proof is empty
-		var err error
-		if proof, err = a.log.ConsistencyProof(first.Value, second.Value); err != nil {
-			a.proofFailed(w, r, err)
-			return
-		}
-	}
-	writeProof(w, `{"first":`, first.Value, `,"second":`, second.Value, proof)
-}
-
-// writeProof answers {"<a>":x,"<b>":y,"proof":[hex,…]}, HISTOR's shape for
-// both proofs; head and mid are the opening JSON up to each number. The
-// tree only grows, so a proof between fixed sizes never changes.
-func writeProof(w http.ResponseWriter, head string, x uint64, mid string, y uint64, proof [][32]byte) {
-	b := getBuf()
-	defer putBuf(b)
-	*b = append(*b, head...)
-	*b = strconv.AppendUint(*b, x, 10)
-	*b = append(*b, mid...)
-	*b = strconv.AppendUint(*b, y, 10)
-	*b = append(*b, `,"proof":`...)
-	*b = appendHexList(*b, proof)
-	*b = append(*b, '}')
-	w.Header().Set("Cache-Control", cacheImmutable)
-	writeBody(w, "application/json", *b)
+	proofs.ServeConsistency(w, r, a.log, a.logger)
 }
 
 // params reads and requires the named parameters.
@@ -157,38 +115,12 @@ func (a *api) params(r *http.Request, ps ...*httpx.Uint) error {
 	return httpx.Require(ps...)
 }
 
-// proofFailed maps a log error for arguments already checked here: a range
-// error means the log disagrees with our bounds (the tree moved under us is
-// impossible, it only grows), so it is still the caller's 400; anything else,
-// a damaged store above all, is a logged 500 that tells the caller nothing
-// of the store.
+// proofFailed answers a log error for proof arguments already checked (proofs.Failed).
 func (a *api) proofFailed(w http.ResponseWriter, r *http.Request, err error) {
-	var re *hlog.RangeError
-	var ce *hlog.CorruptError
-	if !errors.As(err, &ce) && errors.As(err, &re) {
-		a.fail(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	a.internal(w, r, "computing proof", err)
+	proofs.Failed(w, r, a.logger, err)
 }
 
-// appendHexList appends a JSON array of lowercase hex hashes, the form
-// HISTOR's proofs take.
-func appendHexList(b []byte, hashes [][32]byte) []byte {
-	b = append(b, '[')
-	for i := range hashes {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = hex.AppendEncode(b, hashes[i][:])
-		b = append(b, '"')
-	}
-	return append(b, ']')
-}
-
-// bufPool recycles response buffers; proofs are the hot path and a proof
-// answer is about 1.5 KB at a million leaves.
+// bufPool recycles response buffers for the label proofs (labels.go).
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 func getBuf() *[]byte { b := bufPool.Get().(*[]byte); *b = (*b)[:0]; return b }

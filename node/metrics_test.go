@@ -14,6 +14,7 @@ import (
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/registry/registrytest"
+	"github.com/histor-observer/histor/node/receipts"
 )
 
 // TestMetricsScrape serves a few requests, scrapes /metrics and parses it
@@ -166,7 +167,7 @@ func TestReopen(t *testing.T) {
 	for _, name := range []string{"histor_log_tree_size", "histor_crawl_changes_total", "histor_http_requests_in_flight"} {
 		// The receipts log's histor_log_* series are its own origin's.
 		ms := slices.DeleteFunc(fams[name].GetMetric(), func(m *dto.Metric) bool {
-			return label(m, "origin") == receiptsOrigin(DefaultLogOrigin)
+			return label(m, "origin") == receipts.Origin(DefaultLogOrigin)
 		})
 		if len(ms) != 1 || label(ms[0], "origin") != DefaultLogOrigin {
 			t.Errorf("%s after CrawlOnce and Open: %v, want one series of origin %s", name, fams[name], DefaultLogOrigin)

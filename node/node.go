@@ -23,6 +23,7 @@ import (
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/notify"
 	"github.com/histor-observer/histor/node/pkgruns"
+	"github.com/histor-observer/histor/node/receipts"
 )
 
 // Version is reported by /health.
@@ -69,9 +70,9 @@ type Node struct {
 
 	events   *notify.Part     // security events and their derivation (node/notify); nil until Open
 	webhooks *notify.Webhooks // webhook deliveries (node/notify); nil without subscriptions
-	// receipts is the receipts log (receipts.go); nil until Open; guarded
+	// receipts is the receipts log (node/receipts); nil until Open; guarded
 	// by mu.
-	receipts *receiptsLog
+	receipts *receipts.Log
 }
 
 // New validates cfg, creates DataDir if needed and loads the seed
@@ -114,6 +115,11 @@ func (n *Node) LogDir() string { return filepath.Join(n.cfg.DataDir, "log") }
 
 // StateDir is where the node keeps its crawl state: DataDir/state.
 func (n *Node) StateDir() string { return filepath.Join(n.cfg.DataDir, "state") }
+
+// ReceiptsDir is where the node keeps its receipts log: DataDir/receipts,
+// a Pebble store of its own beside the label log, so neither log's keys,
+// heads or checks know of the other.
+func (n *Node) ReceiptsDir() string { return filepath.Join(n.cfg.DataDir, "receipts") }
 
 // DID is the did:key of the node's log key.
 func (n *Node) DID() string { return n.id.did }

@@ -7,10 +7,12 @@ import (
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/peers"
 	"github.com/histor-observer/histor/node/pkgruns"
+	"github.com/histor-observer/histor/node/receipts"
 )
 
 // part is one piece the node owns. Open opens the parts in their order and
@@ -106,6 +108,35 @@ func (n *Node) openLog(ctx context.Context) error {
 func (n *Node) closeLog() error {
 	err := n.log.Close()
 	n.log = nil
+	return err
+}
+
+// openReceipts opens the receipts log, signed with the log key under the
+// label log's origin with "/receipts".
+func (n *Node) openReceipts(ctx context.Context) error {
+	l, err := receipts.Open(ctx, receipts.Config{
+		Dir:            n.ReceiptsDir(),
+		Origin:         receipts.Origin(n.cfg.LogOrigin),
+		Key:            n.id.logKey,
+		DID:            n.id.did,
+		Issuers:        n.cfg.ReceiptIssuers,
+		TrustedProxies: n.cfg.TrustedProxies,
+		MaxClients:     n.cfg.MaxCheckClients,
+		MaxBodyBytes:   maxCheckBytes,
+		Now:            n.cfg.Now,
+		Logger:         n.cfg.Logger,
+		Registerer:     n.cfg.Registry,
+	})
+	if err != nil {
+		return err
+	}
+	n.receipts = l
+	return nil
+}
+
+func (n *Node) closeReceipts() error {
+	err := n.receipts.Close()
+	n.receipts = nil
 	return err
 }
 
@@ -257,6 +288,9 @@ func (n *Node) openAPI(context.Context) error {
 	a := newAPI(n.log, doc, n.cfg)
 	a.crawls = n.crawls
 	a.receipts = n.receipts
+	// The router binds a part's mounted routes to the part as it is built;
+	// newAPI built it with none, so it is built again with the receipts log.
+	a.router = httpx.NewRouter(a.routes())
 	if a.agent, err = newAIMarketPeer(n.cfg, n.id.aimarketKey, n.id.did); err != nil {
 		return err
 	}

@@ -20,8 +20,9 @@ type apiRoute struct {
 	// unbounded routes are served beyond MaxInFlight: liveness probes and
 	// metric scrapes must get through while the node is busy.
 	unbounded bool
-	// mount, when set, stands for a part's own routes (bound to a), served
-	// at this place in the table; the entry has no pattern of its own.
+	// mount, when set, is a part's own routes, listed here in their order;
+	// the entry has nothing else. They are bound to the part a holds when
+	// the router is built.
 	mount func(a *api) []Route
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/node/receipts"
 )
 
 // getOnly is the method list of a read-only route (GET, and so HEAD).
@@ -14,7 +15,8 @@ var getOnly = httpx.GetOnly
 // OpenAPI document and Routes list them. To add a route, add an entry here:
 // its pattern (HISTOR's path and parameter names where HISTOR has the
 // route), its methods and a handler on *api; read path variables with
-// r.PathValue. Nothing else routes.
+// r.PathValue. A part that serves its own routes is mounted by one entry
+// in their place. Nothing else routes.
 var routeTable = []apiRoute{
 	{Pattern: "/health", Methods: getOnly, serve: (*api).serveHealth, unbounded: true},
 	{Pattern: "/metrics", Methods: getOnly, serve: (*api).serveMetrics, unbounded: true},
@@ -55,14 +57,8 @@ var routeTable = []apiRoute{
 	{mount: (*api).notifyRoutes},
 	{Pattern: "/mcp", Methods: []string{http.MethodPost, http.MethodGet, http.MethodDelete}, serve: (*api).serveMCP},
 
-	// The receipts log (receipts.go) and the AIMarket peer (aimarket.go).
-	{Pattern: "/api/v1/receipts/anchors", Methods: []string{http.MethodPost}, serve: (*api).serveAnchors},
-	{Pattern: "/api/v1/receipts/sth", Methods: getOnly, serve: (*api).serveReceiptsSTH},
-	{Pattern: "/api/v1/receipts/sth/{tree_size}", Methods: getOnly, serve: func(a *api, w http.ResponseWriter, r *http.Request) {
-		a.serveReceiptsSTHAt(w, r, r.PathValue("tree_size"))
-	}},
-	{Pattern: "/api/v1/receipts/proof", Methods: getOnly, serve: (*api).serveReceiptProof},
-	{Pattern: "/api/v1/receipts/proof/consistency", Methods: getOnly, serve: (*api).serveReceiptsConsistency},
+	// The receipts log (node/receipts) and the AIMarket peer (aimarket.go).
+	{mount: func(a *api) []Route { return receipts.Routes(a.receipts) }},
 	{Pattern: "/.well-known/ai-market.json", Methods: getOnly, serve: (*api).serveWellKnown},
 	{Pattern: "/ai-market/v2/manifest", Methods: getOnly, serve: (*api).serveManifest},
 	{Pattern: "/ai-market/v2/search", Methods: getOnly, serve: (*api).serveAIMarketSearch},

@@ -124,3 +124,7 @@ func ReadJSONObject(w http.ResponseWriter, r *http.Request, maxBytes int64) (obj
 	}
 	return m, 0, ""
 }
+
+// CacheImmutable is the Cache-Control of anything addressed by content or by a position that
+// can never change (labels, evidence, full tiles, proofs between fixed sizes).
+const CacheImmutable = "public, max-age=31536000, immutable"

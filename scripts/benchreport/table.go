@@ -64,7 +64,7 @@ var runs = []run{
 	{Pkg: "./node", Benches: []string{"HTTPReadAPI20k", "HTTPCheck", "HTTPCheckBare"}, Benchtime: "3s"},
 	{Pkg: "./node", Benches: []string{"CheckHandler"}, Benchtime: "20000x"},
 	{Pkg: "./node", Benches: []string{"DeskPages"}, Benchtime: "2000x"},
-	{Pkg: "./node", Benches: []string{"AnchorSubmit"}, Benchtime: "30x"},
+	{Pkg: "./node/receipts", Benches: []string{"AnchorSubmit"}, Benchtime: "30x"},
 	{Pkg: "./node", Benches: []string{"Federation", "FederationAgreement"}, Benchtime: "40x"},
 	{Pkg: "./node", Benches: []string{"MirrorFederation"}, Benchtime: "1x"},
 	{Pkg: "./node/mirror", Benches: []string{"Sync", "SyncBaselinePebble"}, Benchtime: "3x"},

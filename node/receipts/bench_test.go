@@ -1,4 +1,4 @@
-package node
+package receipts
 
 import (
 	"encoding/json"
@@ -11,10 +11,10 @@ import (
 // loopback HTTP, each batch checked, logged and durable under a new head
 // before its answer.
 func BenchmarkAnchorSubmit(b *testing.B) {
-	rn := &receiptsNode{t: b, dir: b.TempDir(), hub: testKey("hub")}
+	rn := &receiptsNode{t: b, dir: b.TempDir(), hub: testKey("hub"), key: testKey("log")}
 	rn.open([]string{didOf(rn.hub)})
 	defer rn.close()
-	// Anchors must fall in the node's window, whose clock is fixedNow.
+	// Anchors must fall in the log's window, whose clock is fixedNow.
 	at := fixedNow().Add(-time.Minute)
 	n := 0
 	b.ResetTimer()
