@@ -1,17 +1,17 @@
 package log
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/internal/promset"
 )
 
 // metrics are the log's histor_log_* series. A nil *metrics (no Registerer)
 // records nothing, so the append path pays for metrics only when asked.
 type metrics struct {
-	reg      prometheus.Registerer
-	all      []prometheus.Collector
+	set      *promset.Set
 	entries  prometheus.Counter
 	calls    prometheus.Counter
 	refused  prometheus.Counter
@@ -25,7 +25,6 @@ func newMetrics(reg prometheus.Registerer, l *Log) (*metrics, error) {
 		return nil, nil
 	}
 	m := &metrics{
-		reg: reg,
 		entries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "histor_log_appended_entries_total",
 			Help: "Entries appended and acknowledged as durable.",
@@ -66,24 +65,17 @@ func newMetrics(reg prometheus.Registerer, l *Log) (*metrics, error) {
 		}
 		return 0
 	})
-	m.all = []prometheus.Collector{m.entries, m.calls, m.refused, m.batch, m.syncSecs, m.size, age, stopped}
-	for i, c := range m.all {
-		if err := reg.Register(c); err != nil {
-			m.all = m.all[:i]
-			m.unregister()
-			return nil, fmt.Errorf("registering log metrics: %w", err)
-		}
+	var err error
+	if m.set, err = promset.Register(reg, "log metrics", m.entries, m.calls, m.refused, m.batch, m.syncSecs, m.size, age, stopped); err != nil {
+		return nil, err
 	}
 	m.size.Set(float64(l.latest.Size))
 	return m, nil
 }
 
 func (m *metrics) unregister() {
-	if m == nil {
-		return
-	}
-	for _, c := range m.all {
-		m.reg.Unregister(c)
+	if m != nil {
+		m.set.Unregister()
 	}
 }
 

@@ -3,6 +3,7 @@ package witness
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/histor-observer/histor/internal/promset"
 	"github.com/histor-observer/histor/log/format"
 )
 
@@ -12,9 +13,11 @@ type metrics struct {
 	cosignatures prometheus.Counter
 	forks        *prometheus.CounterVec
 	stopped      prometheus.GaugeFunc
+	set          *promset.Set // what newMetrics registered; Close unregisters it
 }
 
 // newMetrics registers the witness's series on reg; with a nil reg they count into nothing.
+// Close unregisters them, so a witness reopened over one registry registers anew.
 // stopped is read by histor_witness_stopped.
 func newMetrics(reg prometheus.Registerer, stopped func() error) (*metrics, error) {
 	m := &metrics{
@@ -53,13 +56,9 @@ func newMetrics(reg prometheus.Registerer, stopped func() error) (*metrics, erro
 	for _, k := range []format.EquivocationKind{format.EquivocationSameSize, format.EquivocationFailedProof} {
 		m.forks.WithLabelValues(k.String())
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.cosignatures, m.forks, m.stopped} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	var err error
+	if m.set, err = promset.Register(reg, "witness metrics", m.requests, m.duration, m.cosignatures, m.forks, m.stopped); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -138,7 +138,7 @@ func New(c Config) (*Witness, error) {
 	}
 	if w.metrics, err = newMetrics(c.Registerer, w.Stopped); err != nil {
 		db.close()
-		return nil, fmt.Errorf("opening witness: registering metrics: %w", err)
+		return nil, fmt.Errorf("opening witness: %w", err)
 	}
 	w.db = db
 	return w, nil
@@ -152,6 +152,7 @@ func (w *Witness) Close() error {
 		return ErrClosed
 	}
 	w.closed = true
+	w.metrics.set.Unregister()
 	if err := w.db.close(); err != nil {
 		return fmt.Errorf("closing witness store: %w", err)
 	}

@@ -6,10 +6,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/histor-observer/histor/log/awr"
@@ -538,4 +540,23 @@ func breakSignature(t testing.TB, msg []byte) []byte {
 	}
 	raw[10] ^= 1
 	return append(bytes.Clone(msg[:i]), base64.StdEncoding.EncodeToString(raw)+"\n"...)
+}
+
+// TestReopenOverOneRegistry: a witness closed and opened again over the same registry
+// registers its series anew, as a node restarted in one process does.
+func TestReopenOverOneRegistry(t *testing.T) {
+	l := newTestLog(t, "example.com/reopened")
+	dir := filepath.Join(t.TempDir(), "witness")
+	reg := prometheus.NewRegistry()
+	for range 2 {
+		w, err := witness.New(witness.Config{Dir: dir, Name: witnessName, Key: witnessKey(),
+			Logs: map[string]note.Verifier{l.origin: l.verifier}, Registerer: reg})
+		if err != nil {
+			t.Fatalf("opening over a registry a closed witness used: %v", err)
+		}
+		if got := metricSum(t, reg, "histor_witness_stopped"); got != 0 {
+			t.Fatalf("histor_witness_stopped = %v", got)
+		}
+		w.Close()
+	}
 }
