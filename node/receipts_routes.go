@@ -9,6 +9,7 @@ import (
 	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/check"
 )
 
 // receiptDigestChars is the length of a sha256- SRI digest, the only
@@ -45,7 +46,7 @@ func (a *api) serveAnchors(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, http.StatusTooManyRequests, "too many anchor submissions")
 		return
 	}
-	body, status, detail := httpx.ReadJSONObject(w, r, maxCheckBytes)
+	body, status, detail := httpx.ReadJSONObject(w, r, check.MaxBodyBytes)
 	if body == nil {
 		a.fail(w, status, detail)
 		return

@@ -22,6 +22,7 @@ import (
 
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/receipt"
+	"github.com/histor-observer/histor/node/check"
 )
 
 // receiptsNode is a node whose receipts log accepts the hub key, served on
@@ -343,7 +344,7 @@ func TestReceiptsRefusals(t *testing.T) {
 		{"101 anchors", anchorsBody(many...), 400, "anchors must be a list of 1-100"},
 		{"not JSON", []byte(`{"anchors":[`), 400, "body is not JSON"},
 		{"not an object", []byte(`[1]`), 400, "body must be a JSON object"},
-		{"too large", bytes.Repeat([]byte(" "), maxCheckBytes+1), 413, "body larger than 2097152 bytes"},
+		{"too large", bytes.Repeat([]byte(" "), check.MaxBodyBytes+1), 413, "body larger than 2097152 bytes"},
 	} {
 		status, body := rn.do(http.MethodPost, "/api/v1/receipts/anchors", tc.body)
 		want, _ := json.Marshal(map[string]string{"detail": tc.detail})
