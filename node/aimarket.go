@@ -35,6 +35,9 @@ const (
 	maxChangesInvoke     = 50
 	maxChangeItems       = 20
 	cacheAIMarketDoc     = "public, max-age=300"
+	// receiptTimeLayout is a receipt's timestamp, HISTOR's: UTC, whole
+	// seconds, as /check writes its times.
+	receiptTimeLayout = "2006-01-02T15:04:05Z"
 )
 
 // aimarketCaps are the capabilities in HISTOR's order: a hub's admission
@@ -250,7 +253,7 @@ func (p *aimarketPeer) invokeReply(result any, capability string, input map[stri
 	rand.Read(nonce)
 	rec := receipt.HubReceipt{
 		Nonce: "0x" + hex.EncodeToString(nonce), ProductID: aimarketProduct, CapabilityID: capability,
-		PriceUSD: 0, Timestamp: p.now().UTC().Format(checkTimeLayout), Success: true,
+		PriceUSD: 0, Timestamp: p.now().UTC().Format(receiptTimeLayout), Success: true,
 	}
 	return map[string]any{
 		"ok": true, "result": result, "provider_pubkey": p.pubB64,

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/node/check"
 )
 
 // invokeError is a refused invoke: HISTOR's status and detail.
@@ -74,7 +75,7 @@ func (p *aimarketPeer) readInvoke(w http.ResponseWriter, r *http.Request) (*invo
 	if !ok {
 		return nil, refuse(http.StatusBadRequest, "unreadable client address")
 	}
-	raw, status, err := httpx.ReadBody(w, r, maxCheckBytes)
+	raw, status, err := httpx.ReadBody(w, r, check.MaxBodyBytes)
 	if err != nil {
 		return nil, refuse(status, err.Error())
 	}
@@ -122,17 +123,17 @@ func (a *api) invoke(call *invokeCall) (any, error) {
 // limit, parser and signed answer.
 func (a *api) invokeCheck(call *invokeCall) (any, error) {
 	c := a.check
-	if c == nil || c.targets == nil {
+	if !c.Available() {
 		return nil, refuse(http.StatusServiceUnavailable, "check is not available: this node has no crawl state")
 	}
-	if ok, _ := c.allowCheck(call.client); !ok {
+	if ok, _ := c.Allow(call.client); !ok {
 		return nil, refuse(http.StatusTooManyRequests, "too many checks; slow down")
 	}
-	q, err := parseCheckQuery(call.inputRaw)
+	q, err := check.ParseQuery(call.inputRaw)
 	if err != nil {
 		return nil, refuse(http.StatusBadRequest, err.Error())
 	}
-	doc, err := c.answer(q, call.client, a.log)
+	doc, err := c.Answer(q, call.client)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +150,7 @@ func (a *api) invokeServer(in map[string]any) (any, error) {
 	endpoint, name := in["endpoint"], in["name"]
 	for _, v := range []any{endpoint, name} {
 		s, isStr := v.(string)
-		if v != nil && (!isStr || strings.IndexByte(s, 0) >= 0 || utf8.RuneCountInString(s) > maxCheckTextChars) {
+		if v != nil && (!isStr || strings.IndexByte(s, 0) >= 0 || utf8.RuneCountInString(s) > check.MaxTextChars) {
 			return nil, refuse(http.StatusBadRequest, "endpoint and name must be strings")
 		}
 	}

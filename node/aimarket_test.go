@@ -17,6 +17,7 @@ import (
 	"github.com/histor-observer/histor/crawl/state"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/check"
 )
 
 // aimarketFixture is the /check fixture with its catalog serving the read
@@ -34,7 +35,7 @@ func aimarketFixture(t *testing.T) *checkFixture {
 		t.Fatal(err)
 	}
 	f.cat = c
-	f.checker().targets = catalogTargets{c}
+	f.editChecker(t, func(cfg *check.Config) { cfg.Targets = check.CatalogTargets{Catalog: c} })
 	f.node.api.Load().setReadAPI(&ReadAPI{Catalog: c, PublicBase: "https://observer.example", Now: fixedNow})
 	return f
 }
@@ -218,7 +219,7 @@ func TestInvokeRefusals(t *testing.T) {
 		{"not JSON", `{"capability_id":`, 400, "body is not JSON"},
 		{"trailing data", `{"capability_id":"histor.changes@v1"} x`, 400, "body is not JSON"},
 		{"not an object", `["histor.changes@v1"]`, 400, "body must be a JSON object"},
-		{"oversized", `{"x":"` + strings.Repeat("a", maxCheckBytes) + `"}`, 413, "body larger than 2097152 bytes"},
+		{"oversized", `{"x":"` + strings.Repeat("a", check.MaxBodyBytes) + `"}`, 413, "body larger than 2097152 bytes"},
 		{"server endpoint not a string", `{"capability_id":"histor.server@v1","input":{"endpoint":5}}`, 400, "endpoint and name must be strings"},
 		{"server unknown", `{"capability_id":"histor.server@v1","input":{"endpoint":"https://nowhere.example/mcp"}}`, 404, "unknown server"},
 		{"check without target", `{"capability_id":"histor.check@v1","input":{"tools":[]}}`, 400, "send endpoint or name"},

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,10 +19,10 @@ import (
 	"github.com/histor-observer/histor/crawl/scan"
 	"github.com/histor-observer/histor/crawl/state"
 	hlog "github.com/histor-observer/histor/log"
-	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/log/mtl"
 	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/check"
 )
 
 // Tool sets of the fixture: the one observed now at endpoint one (with a
@@ -81,12 +80,24 @@ func newCheckFixture(t testing.TB, edit func(*Config)) *checkFixture {
 		t.Fatal(err)
 	}
 	f.cat = c
-	f.checker().targets, f.checker().reports, f.checker().patterns = catalogTargets{c}, catalogReports{c}, scan.Default()
+	f.editChecker(t, func(cfg *check.Config) {
+		cfg.Targets, cfg.Reports, cfg.Patterns = check.CatalogTargets{Catalog: c}, check.CatalogReports{Catalog: c}, scan.Default()
+	})
 	return f
 }
 
-// checker is the fixture node's /check.
-func (f *checkFixture) checker() *checker { return f.node.api.Load().check }
+// editChecker replaces the fixture node's checker with one made from the
+// node's own configuration of it as edit changes it.
+func (f *checkFixture) editChecker(t testing.TB, edit func(*check.Config)) {
+	t.Helper()
+	cfg := f.node.checkConfig()
+	edit(&cfg)
+	c, err := check.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.node.api.Load().check = c
+}
 
 func digestOf(t testing.TB, tools string) string {
 	t.Helper()
@@ -219,46 +230,9 @@ func verifyCheckAnswer(t testing.TB, body []byte, pub ed25519.PublicKey) {
 
 func body(members ...string) string { return "{" + strings.Join(members, ",") + "}" }
 
-func TestCheckMatches(t *testing.T) {
-	f := newCheckFixture(t, nil)
-	ep := `"endpoint":"` + endpointOK + `"`
-	cases := []struct {
-		name, body, match string
-		seenBefore        bool
-		scan              string // patternScan status, "" for none
-	}{
-		{"unknown endpoint", body(`"endpoint":"https://nowhere.example/mcp"`, `"tools":`+toolsNow), matchNotListed, false, "scanned"},
-		{"unknown name", body(`"name":"io.example/nothing"`), matchNotListed, false, ""},
-		{"never observed", body(`"endpoint":"https://two.example/mcp"`, `"toolSetDigest":"`+digestOf(t, toolsNew)+`"`), matchNotObserved, false, "not-scanned"},
-		{"same tools", body(ep, `"tools":`+toolsNow), matchSame, false, "scanned"},
-		{"same digest", body(ep, `"toolSetDigest":"`+digestOf(t, toolsNow)+`"`), matchSame, false, "scanned"},
-		{"same, endpoint padded", body(`"endpoint":" `+endpointOK+`\n"`, `"tools":`+toolsNow), matchSame, false, "scanned"},
-		{"earlier set", body(ep, `"tools":`+toolsOld), matchPrevious, true, "scanned"},
-		{"other set", body(ep, `"tools":`+toolsNew), matchDifferent, false, "scanned"},
-		{"no tools", body(`"name":"io.example/one"`), matchNoDigest, false, "scanned"},
-		{"float in a schema", body(ep, `"tools":`+toolsFloat), matchUndigestible, false, ""},
-		{"empty set", body(ep, `"tools":[]`), matchUndigestible, false, ""},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			a := f.answer(t, "192.0.2.1:4000", c.body)
-			if a["match"] != c.match {
-				t.Fatalf("match = %v, want %s", a["match"], c.match)
-			}
-			if _, ok := a["seenBefore"]; ok != c.seenBefore {
-				t.Errorf("seenBefore present = %v, want %v", ok, c.seenBefore)
-			}
-			ps, _ := a["patternScan"].(map[string]any)
-			if got, _ := ps["status"].(string); got != c.scan {
-				t.Errorf("patternScan.status = %q, want %q (%v)", got, c.scan, ps)
-			}
-			if a["note"] != checkNotes[c.match] {
-				t.Errorf("note = %q, want %q", a["note"], checkNotes[c.match])
-			}
-		})
-	}
-}
-
+// TestCheckAnswerShape: the node's checker answers with the node's issuer,
+// public URL, peer view and log head (node/check's own tests prove each
+// match and note).
 func TestCheckAnswerShape(t *testing.T) {
 	f := newCheckFixture(t, nil)
 	dNow, dOld := digestOf(t, toolsNow), digestOf(t, toolsOld)
@@ -279,20 +253,20 @@ func TestCheckAnswerShape(t *testing.T) {
 			"lastObserved": "2026-09-09T06:00:00Z", "observations": 9.0, "changes": 1.0,
 		},
 		"seenBefore": map[string]any{"first_seen": "2026-09-01T06:00:00Z", "last_seen": "2026-09-04T06:00:00Z", "observations": 4.0},
-		"match":      matchPrevious,
-		"note":       checkNotes[matchPrevious],
+		"match":      "previously-observed",
 		// The fixture's state was written without a crawl: nothing in the peer view.
 		"observers": []any{},
 		"agreement": map[string]any{"status": "unobserved", "counts": map[string]any{
 			"observers": 0.0, "withDigest": 0.0, "digests": 0.0, "agreeing": 0.0}},
 		"log": map[string]any{
 			"treeSize": float64(head.Size), "rootHash": hex.EncodeToString(head.Root[:]),
-			"timestamp": head.Time.UTC().Format(checkTimeLayout),
+			"timestamp": head.Time.UTC().Format("2006-01-02T15:04:05Z"),
 		},
 	}
 	ps := a["patternScan"].(map[string]any)
 	delete(a, "patternScan")
 	delete(a, "signature")
+	delete(a, "note")
 	if got, wantJSON := mustJSON(t, a), mustJSON(t, want); got != wantJSON {
 		t.Errorf("answer\n got %s\nwant %s", got, wantJSON)
 	}
@@ -309,101 +283,36 @@ func mustJSON(t testing.TB, v any) string {
 	return string(b)
 }
 
-// TestCheckPicksTarget: by name, a listed target comes before a delisted
-// one of the same name; a delisted target with a failed latest attempt says
-// both in its note.
-func TestCheckPicksTarget(t *testing.T) {
+// TestCheckPreflight: through the node's router, /api/v1/check answers
+// its CORS preflight and refuses other methods with its Allow, while the
+// other routes still take only GET and HEAD.
+func TestCheckPreflight(t *testing.T) {
 	f := newCheckFixture(t, nil)
-	listed := fixtureTarget("io.example/three", "https://three-b.example/mcp", "", false)
-	if err := f.st.Commit(state.Update{Target: listed}); err != nil {
-		t.Fatal(err)
+	req := httptest.NewRequest(http.MethodOptions, "/api/v1/check", nil)
+	req.Header.Set("Origin", "https://desk.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "content-type")
+	w := httptest.NewRecorder()
+	f.h.ServeHTTP(w, req)
+	h := w.Header()
+	if w.Code != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != "*" ||
+		h.Get("Access-Control-Allow-Methods") != "POST, OPTIONS" || h.Get("Access-Control-Allow-Headers") != "Content-Type" ||
+		h.Get("Access-Control-Max-Age") == "" || w.Body.Len() != 0 {
+		t.Errorf("preflight: %d %v %q", w.Code, h, w.Body)
 	}
-	if err := f.cat.Reload(); err != nil {
-		t.Fatal(err)
-	}
-	a := f.answer(t, "192.0.2.1:4000", body(`"name":"io.example/three"`))
-	if tg := a["target"].(map[string]any); tg["id"] != listed.ID || tg["lastStatus"] != nil || tg["listed"] != true {
-		t.Errorf("by name: target %v, want the listed one with lastStatus null", tg)
-	}
-	a = f.answer(t, "192.0.2.1:4000", body(`"endpoint":"https://three.example/mcp"`, `"toolSetDigest":"`+digestOf(t, toolsOld)+`"`))
-	note := checkNotes[matchSame] + fmt.Sprintf(noteDelistedOn, "2026-09-05") + fmt.Sprintf(noteLatestFailed, "http-500")
-	if a["match"] != matchSame || a["note"] != note || a["target"].(map[string]any)["listed"] != false {
-		t.Errorf("delisted: match %v, note %q, target %v", a["match"], a["note"], a["target"])
-	}
-}
-
-func TestCheckDigestError(t *testing.T) {
-	f := newCheckFixture(t, nil)
-	a := f.answer(t, "192.0.2.1:4000", body(`"endpoint":"`+endpointOK+`"`, `"tools":`+toolsFloat))
-	q := a["query"].(map[string]any)
-	de, _ := q["digestError"].(map[string]any)
-	if de["code"] != mtl.CodeNumber || de["detail"] == "" || q["toolSetDigest"] != nil {
-		t.Errorf("query = %v", q)
-	}
-	if _, ok := a["patternScan"]; ok {
-		t.Error("an undigestible set got a patternScan: it would be another set's")
-	}
-}
-
-func TestCheckRefusesBadRequests(t *testing.T) {
-	f := newCheckFixture(t, nil)
-	for _, b := range []string{
-		`[]`, `"x"`, `{}`, `{"endpoint":""}`, `{"endpoint":7}`, `{"name":"a\u0000b"}`,
-		`{"name":"` + strings.Repeat("é", 2001) + `"}`,
-		`{"name":"n","tools":{}}`, `{"name":"n","toolSetDigest":"sha256-x"}`,
-		`{"name":"n","name":"m"}`, `{"name":"n"} x`, `{"name":"\ud800"}`, `not json`,
-		`{"name":"n","tools":[` + strings.Repeat(`{},`, maxCheckTools) + `{}]}`,
-	} {
-		if w := f.post(t, "192.0.2.1:4000", b); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), `"detail"`) {
-			t.Errorf("POST %.60s: %d %s", b, w.Code, w.Body)
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodDelete} {
+		req := httptest.NewRequest(m, "/api/v1/check", nil)
+		w := httptest.NewRecorder()
+		f.h.ServeHTTP(w, req)
+		if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "POST, OPTIONS" {
+			t.Errorf("%s: %d, Allow %q", m, w.Code, w.Header().Get("Allow"))
 		}
 	}
-	if w := f.post(t, "192.0.2.1:4000", ""); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "send endpoint or name") {
-		t.Errorf("empty body: %d %s", w.Code, w.Body)
-	}
-}
-
-func TestCheckWithoutState(t *testing.T) {
-	f := newCheckFixture(t, nil)
-	f.checker().targets = nil
-	if w := f.post(t, "192.0.2.1:4000", body(`"name":"x"`)); w.Code != http.StatusServiceUnavailable {
-		t.Errorf("no targets: %d %s", w.Code, w.Body)
-	}
-}
-
-func TestCheckWithoutPatternSet(t *testing.T) {
-	f := newCheckFixture(t, nil)
-	f.checker().patterns = nil
-	a := f.answer(t, "192.0.2.1:4000", body(`"endpoint":"`+endpointOK+`"`, `"tools":`+toolsNow))
-	if _, ok := a["patternScan"]; ok || a["match"] != matchSame {
-		t.Errorf("answer without a pattern set: %v", a)
-	}
-}
-
-// TestCheckWords runs every note /check can render, and every note in a
-// set of real answers, through the words rule.
-func TestCheckWords(t *testing.T) {
-	texts := []string{noteDelisted, noteDelistedOn, noteLatestFailed, noteScanned, noteBounded, noteBusy, noteNoTools, noteNoBudget}
-	for _, n := range checkNotes {
-		texts = append(texts, n)
-	}
-	f := newCheckFixture(t, nil)
-	for _, b := range []string{
-		body(`"endpoint":"`+endpointOK+`"`, `"tools":`+toolsNew),
-		body(`"name":"io.example/three"`),
-		body(`"endpoint":"https://two.example/mcp"`),
-		body(`"name":"nothing"`),
-	} {
-		a := f.answer(t, "192.0.2.1:4000", b)
-		texts = append(texts, a["note"].(string))
-		if ps, ok := a["patternScan"].(map[string]any); ok {
-			n, _ := ps["note"].(string)
-			texts = append(texts, n)
-		}
-	}
-	for _, s := range texts {
-		if w := awr.ForbiddenWord(s); w != "" {
-			t.Errorf("%q uses %q", s, w)
-		}
+	// The other routes still take only GET and HEAD.
+	req = httptest.NewRequest(http.MethodPost, "/api/v1/issuer", nil)
+	w = httptest.NewRecorder()
+	f.h.ServeHTTP(w, req)
+	if w.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /api/v1/issuer: %d", w.Code)
 	}
 }

@@ -25,7 +25,7 @@ const (
 var benchNode *Node
 
 // serveCheckBench opens a node whose own crawl state holds benchTargets
-// targets, answered through its own catalog (catalogTargets, as in
+// targets, answered through its own catalog (check.CatalogTargets, as in
 // production), and serves it on loopback; it returns the base URL and the
 // request bodies, one per target, each naming the target's current digest.
 func serveCheckBench(b *testing.B) (string, [][]byte) {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/histor-observer/histor/crawl"
+	"github.com/histor-observer/histor/node/check"
 	"github.com/histor-observer/histor/node/receipts"
 	"github.com/histor-observer/histor/node/webhook"
 )
@@ -280,9 +281,9 @@ const (
 	// MinProdOperatorToken is the shortest operator token a "prod" node
 	// accepts, as in HISTOR.
 	MinProdOperatorToken   = 24
-	DefaultChecksPerMinute = 30
-	DefaultScansPerHour    = 20
-	DefaultMaxCheckClients = 50_000
+	DefaultChecksPerMinute = check.DefaultChecksPerMinute
+	DefaultScansPerHour    = check.DefaultScansPerHour
+	DefaultMaxCheckClients = check.DefaultMaxClients
 	maxCheckRate           = 1 << 20
 	maxCheckClients        = 1 << 22
 )

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/node/check"
 	"github.com/histor-observer/histor/node/desk"
 )
 
@@ -28,22 +29,22 @@ func (a *api) serveDeskCheck(w http.ResponseWriter, r *http.Request) {
 // to answer with.
 func (a *api) deskCheck(w http.ResponseWriter, r *http.Request, v *desk.CheckView) int {
 	c := a.check
-	if c == nil || c.targets == nil {
+	if !c.Available() {
 		v.Error = "Check is not available: this node has no crawl state."
 		return http.StatusServiceUnavailable
 	}
-	addr, ok := httpx.ClientAddr(r, c.trusted)
+	addr, ok := httpx.ClientAddr(r, c.TrustedProxies())
 	if !ok {
 		v.Error = "Unreadable client address."
 		return http.StatusBadRequest
 	}
 	client := httpx.KeyOf(addr)
-	if ok, retry := c.allowCheck(client); !ok {
+	if ok, retry := c.Allow(client); !ok {
 		w.Header().Set("Retry-After", httpx.RetryAfter(retry))
 		v.Error = "Too many checks from your address; try again in " + httpx.RetryAfter(retry) + " s."
 		return http.StatusTooManyRequests
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxCheckBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, check.MaxBodyBytes)
 	if err := r.ParseForm(); err != nil {
 		v.Error = "The form could not be read (at most 2 MiB)."
 		return http.StatusRequestEntityTooLarge
@@ -54,12 +55,12 @@ func (a *api) deskCheck(w http.ResponseWriter, r *http.Request, v *desk.CheckVie
 		v.Error = err.Error()
 		return http.StatusBadRequest
 	}
-	q, err := parseCheckQuery(raw)
+	q, err := check.ParseQuery(raw)
 	if err != nil {
 		v.Error = err.Error()
 		return http.StatusBadRequest
 	}
-	doc, err := c.answer(q, client, a.log)
+	doc, err := c.Answer(q, client)
 	if err != nil {
 		a.logger.Error("serving request", "path", r.URL.Path, "doing", "answering check", "err", err)
 		v.Error = "Internal error while answering."

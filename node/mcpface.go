@@ -11,6 +11,7 @@ import (
 
 	"github.com/histor-observer/histor/internal/feedtext"
 	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/node/check"
 )
 
 // The MCP face: /mcp answers MCP over streamable HTTP (the MCP Go SDK),
@@ -21,7 +22,7 @@ import (
 
 // mcpMaxBody bounds one MCP request: a check's 2 MiB tool set and the
 // JSON-RPC around it.
-const mcpMaxBody = maxCheckBytes + 64<<10
+const mcpMaxBody = check.MaxBodyBytes + 64<<10
 
 // maxMCPChanges bounds the changes tool, as histor.changes@v1 does.
 const maxMCPChanges = 50
@@ -68,7 +69,7 @@ func (n *Node) mcpFace(a *api) http.Handler {
 		// One server per request: the check tool counts against the
 		// caller's own /check limits, so it must know who calls.
 		s := mcp.NewServer(impl, &mcp.ServerOptions{Logger: n.cfg.Logger})
-		client, _ := httpx.ClientAddr(r, a.check.trusted)
+		client, _ := httpx.ClientAddr(r, a.check.TrustedProxies())
 		tools := map[string]func(context.Context, json.RawMessage) ([]byte, error){
 			"changes": a.mcpChanges,
 			"check": func(_ context.Context, args json.RawMessage) ([]byte, error) {
@@ -123,17 +124,17 @@ func (a *api) serveMCP(w http.ResponseWriter, r *http.Request) {
 // parser, limits and signed answer.
 func (a *api) mcpCheck(client httpx.ClientKey, args json.RawMessage) ([]byte, error) {
 	c := a.check
-	if c == nil || c.targets == nil {
+	if !c.Available() {
 		return nil, &toolError{"check is not available: this node has no crawl state"}
 	}
-	if ok, _ := c.allowCheck(client); !ok {
+	if ok, _ := c.Allow(client); !ok {
 		return nil, &toolError{"too many checks; slow down"}
 	}
-	q, err := parseCheckQuery(args)
+	q, err := check.ParseQuery(args)
 	if err != nil {
 		return nil, &toolError{err.Error()}
 	}
-	doc, err := c.answer(q, client, a.log)
+	doc, err := c.Answer(q, client)
 	if err != nil {
 		return nil, fmt.Errorf("answering check: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/check"
 	"github.com/histor-observer/histor/node/peers"
 	"github.com/histor-observer/histor/node/pkgruns"
 	"github.com/histor-observer/histor/node/receipts"
@@ -122,7 +123,7 @@ func (n *Node) openReceipts(ctx context.Context) error {
 		Issuers:        n.cfg.ReceiptIssuers,
 		TrustedProxies: n.cfg.TrustedProxies,
 		MaxClients:     n.cfg.MaxCheckClients,
-		MaxBodyBytes:   maxCheckBytes,
+		MaxBodyBytes:   check.MaxBodyBytes,
 		Now:            n.cfg.Now,
 		Logger:         n.cfg.Logger,
 		Registerer:     n.cfg.Registry,
@@ -301,8 +302,7 @@ func (n *Node) openAPI(context.Context) error {
 	a.packages = n.packageView()
 	a.metrics = n.metrics.handler(n.cfg.Registry, n.cfg.Logger)
 	a.setReadAPI(&ReadAPI{Catalog: n.catalog, PublicBase: n.cfg.PublicURL, CrawlInterval: n.cfg.CrawlInterval, Now: n.cfg.Now})
-	src := checkSources{targets: catalogTargets{n.catalog}, reports: catalogReports{n.catalog}, patterns: n.cr.PatternSet(), view: n.fed.viewMembers}
-	if a.check, err = newChecker(n.cfg, n.id.logKey, n.id.did, src); err != nil {
+	if a.check, err = check.New(n.checkConfig()); err != nil {
 		return err
 	}
 	n.api.Store(a)

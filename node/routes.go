@@ -51,7 +51,8 @@ var routeTable = []apiRoute{
 		a.serveBadgeSVG(w, r, r.PathValue("target_id")+".svg")
 	}},
 	{Pattern: "/feed.xml", Methods: getOnly, serve: (*api).serveFeed},
-	{Pattern: "/api/v1/check", Methods: []string{http.MethodPost, http.MethodOptions}, serve: (*api).serveCheck},
+	// The checker part (node/check).
+	{mount: (*api).checkRoutes},
 	{Pattern: "/api/v1/admin/crawl", Methods: []string{http.MethodPost}, serve: (*api).serveAdminCrawl},
 	// The notifications part: security events, their feed and the webhook log (node/notify).
 	{mount: (*api).notifyRoutes},

@@ -1,4 +1,4 @@
-package node
+package check
 
 import (
 	"testing"
@@ -11,14 +11,14 @@ import (
 // crawl state.
 func TestCatalogTargets(t *testing.T) {
 	f := newCheckFixture(t, nil)
-	st := f.checker().targets
+	st := f.c.targets
 	one := mtl.ServerID("io.example/one", endpointOK)
 
 	ts, err := st.TargetsByEndpoint(endpointOK)
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("TargetsByEndpoint = %+v, %v", ts, err)
 	}
-	want := CheckTarget{
+	want := Target{
 		ID: one, Name: "io.example/one", Endpoint: endpointOK, LastStatus: "ok", LastListed: day9,
 		ToolSetDigest: digestOf(t, toolsNow), SubjectDigest: "sha256-now", ToolCount: 1,
 		FirstPinned: day1, UnchangedSince: day5, LastObserved: day9, Observations: 9, Changes: 1,
@@ -53,7 +53,7 @@ func TestCatalogTargets(t *testing.T) {
 
 // equalTarget compares with time.Equal: times read back from the store
 // lose their location.
-func equalTarget(a, b CheckTarget) bool {
+func equalTarget(a, b Target) bool {
 	for _, p := range [][2]time.Time{{a.LastListed, b.LastListed}, {a.FirstPinned, b.FirstPinned}, {a.UnchangedSince, b.UnchangedSince}, {a.LastObserved, b.LastObserved}} {
 		if !p[0].Equal(p[1]) {
 			return false

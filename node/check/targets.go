@@ -1,4 +1,4 @@
-package node
+package check
 
 import (
 	"time"
@@ -7,25 +7,32 @@ import (
 	"github.com/histor-observer/histor/node/catalog"
 )
 
-// CheckTargets is what /api/v1/check reads about the targets the crawl
+// ClientReports keeps what contribute:true adds: one more count of
+// (target, tool-set digest, UTC day), nothing about the caller.
+// *state.Store satisfies it.
+type ClientReports interface {
+	AddClientReport(target, digest, day string) error
+}
+
+// Targets is what /api/v1/check reads about the targets the crawl
 // keeps. Implementations must be safe for concurrent use; the order of the
 // targets returned does not matter (the handler orders them as HISTOR does).
-type CheckTargets interface {
+type Targets interface {
 	// TargetsByEndpoint returns every target, delisted ones included, whose
 	// endpoint is exactly endpoint (already trimmed of surrounding white
 	// space, as the registry harvest trims endpoints).
-	TargetsByEndpoint(endpoint string) ([]CheckTarget, error)
+	TargetsByEndpoint(endpoint string) ([]Target, error)
 	// TargetsByName returns every target, delisted ones included, of the
 	// registry server name.
-	TargetsByName(name string) ([]CheckTarget, error)
+	TargetsByName(name string) ([]Target, error)
 	// SeenBefore reports when tool-set digest d was observed at target id:
 	// the first and last ok observation with it and how many there were.
 	// ok is false when it never was.
 	SeenBefore(id, d string) (s SeenBefore, ok bool, err error)
 }
 
-// CheckTarget is one target as /check reports it.
-type CheckTarget struct {
+// Target is one target as /check reports it.
+type Target struct {
 	ID, Name, Endpoint string
 	// LastStatus is the status of the latest crawl attempt (ok, http-NNN,
 	// timeout, …); "" before the first.
@@ -53,11 +60,11 @@ type SeenBefore struct {
 	Observations int
 }
 
-// checkTargetOf joins a target and its latest observation (nil if none).
+// targetOf joins a target and its latest observation (nil if none).
 // The state keeps no separate last-listed time: a delisted target is no
 // longer crawled, so its last crawl is the last time it was listed.
-func checkTargetOf(t *state.Target, o *state.Observation) CheckTarget {
-	ct := CheckTarget{
+func targetOf(t *state.Target, o *state.Observation) Target {
+	ct := Target{
 		ID: t.ID, Name: t.Name, Endpoint: t.Endpoint, LastStatus: t.Status,
 		Delisted: t.Delisted, LastListed: t.LastCrawled,
 	}
@@ -73,44 +80,48 @@ func checkTargetOf(t *state.Target, o *state.Observation) CheckTarget {
 	return ct
 }
 
-// catalogTargets answers CheckTargets from the node's catalog: in-memory
+// CatalogTargets answers Targets from the node's catalog: in-memory
 // lookups of the crawl state as of the last crawl.
-type catalogTargets struct{ c *catalog.Catalog }
+type CatalogTargets struct{ Catalog *catalog.Catalog }
 
-func (ct catalogTargets) TargetsByEndpoint(endpoint string) ([]CheckTarget, error) {
-	return checkTargetsOf(ct.c.ByEndpoint(endpoint)), nil
+// TargetsByEndpoint is the catalog's targets at endpoint.
+func (ct CatalogTargets) TargetsByEndpoint(endpoint string) ([]Target, error) {
+	return targetsOf(ct.Catalog.ByEndpoint(endpoint)), nil
 }
 
-func (ct catalogTargets) TargetsByName(name string) ([]CheckTarget, error) {
-	return checkTargetsOf(ct.c.ByName(name)), nil
+// TargetsByName is the catalog's targets of the registry name.
+func (ct CatalogTargets) TargetsByName(name string) ([]Target, error) {
+	return targetsOf(ct.Catalog.ByName(name)), nil
 }
 
-func (ct catalogTargets) SeenBefore(id, d string) (SeenBefore, bool, error) {
-	s, err := ct.c.ToolSetSeen(id, d)
+// SeenBefore is the catalog's record of digest d at target id.
+func (ct CatalogTargets) SeenBefore(id, d string) (SeenBefore, bool, error) {
+	s, err := ct.Catalog.ToolSetSeen(id, d)
 	if err != nil || s == nil {
 		return SeenBefore{}, false, err
 	}
 	return SeenBefore{FirstSeen: s.FirstSeen, LastSeen: s.LastSeen, Observations: s.Observations}, true, nil
 }
 
-func checkTargetsOf(ss []*catalog.Server) []CheckTarget {
-	out := make([]CheckTarget, 0, len(ss))
+func targetsOf(ss []*catalog.Server) []Target {
+	out := make([]Target, 0, len(ss))
 	for _, s := range ss {
 		var o *state.Observation
 		if s.Observed {
 			o = &s.Obs
 		}
-		ct := checkTargetOf(&s.Target, o)
+		ct := targetOf(&s.Target, o)
 		ct.Changes = max(ct.Changes, s.ChangeCount)
 		out = append(out, ct)
 	}
 	return out
 }
 
-// catalogReports counts a contribution in the store and at once in the
+// CatalogReports counts a contribution in the store and at once in the
 // catalog's figures; the catalog dates it by its own clock.
-type catalogReports struct{ c *catalog.Catalog }
+type CatalogReports struct{ Catalog *catalog.Catalog }
 
-func (cr catalogReports) AddClientReport(target, digest, _ string) error {
-	return cr.c.AddClientReport(target, digest)
+// AddClientReport counts one contribution; the day is the catalog's.
+func (cr CatalogReports) AddClientReport(target, digest, _ string) error {
+	return cr.Catalog.AddClientReport(target, digest)
 }

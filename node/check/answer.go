@@ -1,4 +1,4 @@
-package node
+package check
 
 import (
 	"cmp"
@@ -54,14 +54,16 @@ const (
 	checkSignatureAlg = "Ed25519"
 )
 
-// answer builds, signs and encodes the answer to q from client.
-func (c *checker) answer(q *checkQuery, client httpx.ClientKey, lg Log) ([]byte, error) {
+// Answer builds, signs and encodes the answer to q from client: the
+// histor.check/v1 document in its canonical form. Only a failure to read
+// the node's own records is an error.
+func (c *Checker) Answer(q *Query, client httpx.ClientKey) ([]byte, error) {
 	now := c.now().UTC()
 	t, err := c.findTarget(q)
 	if err != nil {
 		return nil, err
 	}
-	d := answerDoc{q: q, t: t, now: now, match: matchNotListed, head: lg.Latest()}
+	d := answerDoc{q: q, t: t, now: now, match: matchNotListed, head: c.log.Latest()}
 	if t != nil {
 		if d.match, d.seen, err = c.match(q, t); err != nil {
 			return nil, err
@@ -73,14 +75,14 @@ func (c *checker) answer(q *checkQuery, client httpx.ClientKey, lg Log) ([]byte,
 			}
 		}
 	}
-	d.scan = c.patternScan(q, t, client, lg)
+	d.scan = c.patternScan(q, t, client)
 	return c.sign(&d)
 }
 
 // answerDoc is what one answer says, gathered before it is written.
 type answerDoc struct {
-	q           *checkQuery
-	t           *CheckTarget // nil: not listed
+	q           *Query
+	t           *Target // nil: not listed
 	now         time.Time
 	match       string
 	seen        *SeenBefore // an earlier set matched
@@ -96,8 +98,8 @@ type answerDoc struct {
 // findTarget picks the target a query names, as HISTOR does: by endpoint
 // when one is sent, else by name; a listed target before a delisted one,
 // then by name (or endpoint) order. nil when none is known.
-func (c *checker) findTarget(q *checkQuery) (*CheckTarget, error) {
-	var ts []CheckTarget
+func (c *Checker) findTarget(q *Query) (*Target, error) {
+	var ts []Target
 	var err error
 	if q.endpoint != "" {
 		ts, err = c.targets.TargetsByEndpoint(catalog.NormalizeEndpoint(q.endpoint))
@@ -108,7 +110,7 @@ func (c *checker) findTarget(q *checkQuery) (*CheckTarget, error) {
 		return nil, err
 	}
 	byEndpoint := q.endpoint != ""
-	slices.SortFunc(ts, func(a, b CheckTarget) int {
+	slices.SortFunc(ts, func(a, b Target) int {
 		if a.Delisted != b.Delisted {
 			if a.Delisted {
 				return 1
@@ -125,7 +127,7 @@ func (c *checker) findTarget(q *checkQuery) (*CheckTarget, error) {
 
 // match compares the client's digest with what was observed at t; a set
 // seen earlier is returned with its times.
-func (c *checker) match(q *checkQuery, t *CheckTarget) (string, *SeenBefore, error) {
+func (c *Checker) match(q *Query, t *Target) (string, *SeenBefore, error) {
 	switch {
 	case t.SubjectDigest == "":
 		return matchNotObserved, nil, nil
@@ -149,7 +151,7 @@ func (c *checker) match(q *checkQuery, t *CheckTarget) (string, *SeenBefore, err
 // contribute adds one to the public count of (target, digest, day) when the
 // client asked and has not already counted for this target today. A store
 // failure loses the count, never the answer.
-func (c *checker) contribute(q *checkQuery, t *CheckTarget, client httpx.ClientKey, now time.Time) bool {
+func (c *Checker) contribute(q *Query, t *Target, client httpx.ClientKey, now time.Time) bool {
 	if !q.contribute || q.digest == "" || c.reports == nil {
 		return false
 	}
@@ -166,7 +168,7 @@ func (c *checker) contribute(q *checkQuery, t *CheckTarget, client httpx.ClientK
 	return true
 }
 
-func noteFor(match string, t *CheckTarget) string {
+func noteFor(match string, t *Target) string {
 	note := checkNotes[match]
 	if t == nil || match == matchNotListed || match == matchNotObserved {
 		return note
@@ -188,7 +190,7 @@ func noteFor(match string, t *CheckTarget) string {
 // 8785 bytes of every member but signature. The members are written once,
 // straight in canonical order; the served answer is those bytes with the
 // signature spliced into its sorted place.
-func (c *checker) sign(d *answerDoc) ([]byte, error) {
+func (c *Checker) sign(d *answerDoc) ([]byte, error) {
 	w := &canonWriter{b: make([]byte, 0, 2048)}
 	cut := c.writeUnsigned(w, d)
 	if w.err != nil {
@@ -212,7 +214,7 @@ func (c *checker) sign(d *answerDoc) ([]byte, error) {
 // canonical order, and returns where the signature member goes (before
 // target, or type). Every key is this file's own ASCII, so canonical order
 // is byte order; the tests re-check it with a JCS library.
-func (c *checker) writeUnsigned(w *canonWriter, d *answerDoc) (cut int) {
+func (c *Checker) writeUnsigned(w *canonWriter, d *answerDoc) (cut int) {
 	q, t := d.q, d.t
 	w.b = append(w.b, '{')
 	if d.agreement != nil {
@@ -254,13 +256,13 @@ func (c *checker) writeUnsigned(w *canonWriter, d *answerDoc) (cut int) {
 	if t != nil {
 		w.object("target", func() { c.writeTarget(w, t) })
 	}
-	w.str("type", CheckType)
+	w.str("type", Type)
 	w.b = append(w.b, '}')
 	return cut
 }
 
 // writeQuery writes the query as the answer repeats it.
-func writeQuery(w *canonWriter, q *checkQuery) {
+func writeQuery(w *canonWriter, q *Query) {
 	if q.digestErr != nil {
 		w.value("digestError", q.digestErr)
 	}
@@ -269,7 +271,7 @@ func writeQuery(w *canonWriter, q *checkQuery) {
 	w.optStr("toolSetDigest", q.digest)
 }
 
-func (c *checker) writeTarget(w *canonWriter, t *CheckTarget) {
+func (c *Checker) writeTarget(w *canonWriter, t *Target) {
 	w.str("badge", c.base+"/badge/"+t.ID+".svg")
 	w.str("endpoint", t.Endpoint)
 	w.str("id", t.ID)
@@ -285,7 +287,7 @@ func (c *checker) writeTarget(w *canonWriter, t *CheckTarget) {
 
 // writeObserved writes what was observed at t, members without a value
 // left out.
-func writeObserved(w *canonWriter, t *CheckTarget) {
+func writeObserved(w *canonWriter, t *Target) {
 	w.num("changes", int64(t.Changes))
 	w.optTime("firstPinned", t.FirstPinned)
 	w.optTime("lastObserved", t.LastObserved)

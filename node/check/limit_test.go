@@ -1,4 +1,4 @@
-package node
+package check
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ var byName = body(`"name":"io.example/one"`)
 
 func TestCheckBodyBound(t *testing.T) {
 	f := newCheckFixture(t, nil)
-	fits := byName + strings.Repeat(" ", maxCheckBytes-len(byName))
+	fits := byName + strings.Repeat(" ", MaxBodyBytes-len(byName))
 	if w := f.post(t, "192.0.2.1:1", fits); w.Code != http.StatusOK {
 		t.Errorf("a body of exactly 2 MiB: %d %.200s", w.Code, w.Body)
 	}
@@ -137,13 +137,6 @@ func TestCheckPreflight(t *testing.T) {
 			t.Errorf("%s: %d, Allow %q", m, w.Code, w.Header().Get("Allow"))
 		}
 	}
-	// The other routes still take only GET and HEAD.
-	req = httptest.NewRequest(http.MethodPost, "/api/v1/issuer", nil)
-	w = httptest.NewRecorder()
-	f.h.ServeHTTP(w, req)
-	if w.Code != http.StatusMethodNotAllowed {
-		t.Errorf("POST /api/v1/issuer: %d", w.Code)
-	}
 }
 
 // TestCheckContribute: contribute:true adds one (target, digest, day) count,
@@ -224,18 +217,18 @@ func TestCheckLoopbackAddresses(t *testing.T) {
 // ContributionsPerClientDay targets a day; another client still counts.
 func TestContributionsPerClient(t *testing.T) {
 	f := newCheckFixture(t, nil)
-	c := f.checker()
+	c := f.c
 	digest := digestOf(t, toolsNow)
 	for i := range ContributionsPerClientDay + 1 {
-		tg := &CheckTarget{ID: fmt.Sprintf("%016x", i)}
-		q := &checkQuery{contribute: true, digest: digest}
+		tg := &Target{ID: fmt.Sprintf("%016x", i)}
+		q := &Query{contribute: true, digest: digest}
 		want := i < ContributionsPerClientDay
 		if got := c.contribute(q, tg, httpx.KeyOf(netip.MustParseAddr("192.0.2.7")), fixedNow()); got != want {
 			t.Fatalf("target %d: contributed %v, want %v", i, got, want)
 		}
 	}
-	q := &checkQuery{contribute: true, digest: digest}
-	if !c.contribute(q, &CheckTarget{ID: "00000000000000ff"}, httpx.KeyOf(netip.MustParseAddr("192.0.2.8")), fixedNow()) {
+	q := &Query{contribute: true, digest: digest}
+	if !c.contribute(q, &Target{ID: "00000000000000ff"}, httpx.KeyOf(netip.MustParseAddr("192.0.2.8")), fixedNow()) {
 		t.Error("another client was refused")
 	}
 }

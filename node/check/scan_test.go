@@ -1,4 +1,4 @@
-package node
+package check
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ func TestCheckScanFindsMatches(t *testing.T) {
 // forgotten, so asking again spends budget again.
 func TestCheckScanCache(t *testing.T) {
 	f := newCheckFixture(t, func(c *Config) { c.ScansPerHour = 2 })
-	c := f.node.api.Load().check
+	c := f.c
 	steps := []struct {
 		tools, status string
 		cached        int
@@ -58,7 +58,7 @@ func TestCheckScanCache(t *testing.T) {
 
 func TestCheckScanBusy(t *testing.T) {
 	f := newCheckFixture(t, nil)
-	c := f.node.api.Load().check
+	c := f.c
 	c.slot <- struct{}{} // a scan in progress
 	ps := scanOf(t, f, "192.0.2.1:1", toolsNew)
 	<-c.slot

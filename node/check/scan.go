@@ -1,4 +1,4 @@
-package node
+package check
 
 import (
 	"errors"
@@ -34,7 +34,7 @@ const (
 // the client holds (its digest, or the target's current one when it sent
 // none), from the cache or scanned now. Never the matches of some other
 // set: tools that could not be digested get no patternScan at all.
-func (c *checker) patternScan(q *checkQuery, t *CheckTarget, client httpx.ClientKey, lg Log) []byte {
+func (c *Checker) patternScan(q *Query, t *Target, client httpx.ClientKey) []byte {
 	if q.digestErr != nil || c.patterns == nil {
 		return nil
 	}
@@ -52,7 +52,7 @@ func (c *checker) patternScan(q *checkQuery, t *CheckTarget, client httpx.Client
 	entries, observed := q.entries, false
 	if entries == nil {
 		// A set the node observed can be scanned from its evidence.
-		entries, observed = c.observedTools(lg, digest)
+		entries, observed = c.observedTools(digest)
 		if entries == nil {
 			return encodeScan(map[string]any{"status": "not-scanned", "note": noteNoTools})
 		}
@@ -71,7 +71,7 @@ func (c *checker) patternScan(q *checkQuery, t *CheckTarget, client httpx.Client
 	}
 	res := c.scanInSlot(entries, digest, ps)
 	if !observed {
-		_, observed = c.observedTools(lg, digest)
+		_, observed = c.observedTools(digest)
 	}
 	// Cached only for sets the node itself observed: a stranger's set is
 	// scanned for them and forgotten, so callers cannot grow the cache.
@@ -84,15 +84,15 @@ func (c *checker) patternScan(q *checkQuery, t *CheckTarget, client httpx.Client
 // scanInSlot runs one fresh scan holding the node's scan slot, which is
 // given back however the scan ends: a panic over hostile tools that
 // net/http recovers must not leave every later scan "busy".
-func (c *checker) scanInSlot(entries []any, digest, ps string) []byte {
+func (c *Checker) scanInSlot(entries []any, digest, ps string) []byte {
 	defer func() { <-c.slot }()
 	return encodeScan(scanned(scan.ScanWith(c.patterns, entries, nil, c.limits), digest, ps))
 }
 
 // observedTools returns the canonical tool set the node keeps as evidence
 // under digest, or nil and false when it keeps none.
-func (c *checker) observedTools(lg Log, digest string) ([]any, bool) {
-	body, err := lg.Evidence(hlog.EvidenceToolSets, digest)
+func (c *Checker) observedTools(digest string) ([]any, bool) {
+	body, err := c.log.Evidence(hlog.EvidenceToolSets, digest)
 	if err != nil {
 		if !errors.Is(err, hlog.ErrNotFound) {
 			c.logger.Error("reading tool-set evidence", "digest", digest, "err", err)
