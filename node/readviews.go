@@ -1,7 +1,9 @@
 package node
 
 import (
+	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node/peers"
+	"github.com/histor-observer/histor/node/readapi"
 	"github.com/histor-observer/histor/node/views"
 )
 
@@ -43,3 +45,28 @@ func (p viewPeers) Split(id string) (views.Split, error) {
 	}
 	return sp, nil
 }
+
+// readMount is what the reading API's routes (node/readapi) read of the
+// node, each as a request comes.
+func (a *api) readMount() readapi.Mount {
+	return readapi.Mount{
+		Model: func() *readapi.Model {
+			rd := a.read.Load()
+			if rd == nil {
+				return nil
+			}
+			return &readapi.Model{Catalog: rd.Catalog, PublicBase: rd.PublicBase, CrawlInterval: rd.CrawlInterval, Now: rd.now}
+		},
+		Sources:  a.viewSources,
+		Head:     func() hlog.Head { return a.log.Latest() },
+		LogStats: a.logStats,
+		Crawl:    a.crawlStats,
+		Logger:   a.logger,
+	}
+}
+
+// readRecordRoutes are the reading API's servers and changes routes.
+func (a *api) readRecordRoutes() []Route { return readapi.RecordRoutes(a.readMount()) }
+
+// readSummaryRoutes are the reading API's stats, badges and feed routes.
+func (a *api) readSummaryRoutes() []Route { return readapi.SummaryRoutes(a.readMount()) }

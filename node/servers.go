@@ -50,35 +50,6 @@ func (n *Node) SetReadAPI(r ReadAPI) error {
 
 func (a *api) setReadAPI(r *ReadAPI) { a.read.Store(r) }
 
-// reader returns the read API, answering 503 itself when there is none.
-func (a *api) reader(w http.ResponseWriter) *ReadAPI {
-	rd := a.read.Load()
-	if rd == nil {
-		a.fail(w, http.StatusServiceUnavailable, "this node serves no crawl state")
-	}
-	return rd
-}
-
-// serveServers answers /api/v1/servers?q=&state=&limit=&offset=.
-func (a *api) serveServers(w http.ResponseWriter, r *http.Request) {
-	rd := a.reader(w)
-	if rd == nil {
-		return
-	}
-	q, err := views.ParseServersQuery(r.URL.RawQuery)
-	if err != nil {
-		a.fail(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	total, page := views.SearchServers(rd.Catalog, q, a.peerView())
-	body, err := views.AppendServers(nil, total, q.Offset, q.Limit, page, rd.now())
-	if err != nil {
-		a.internal(w, r, "encoding servers", err)
-		return
-	}
-	writeBody(w, "application/json", body)
-}
-
 // writeJSON answers v as JSON without HTML escaping.
 func (a *api) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 	httpx.WriteJSON(w, r, a.logger, v)
