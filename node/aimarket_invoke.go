@@ -10,6 +10,7 @@ import (
 
 	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/check"
+	"github.com/histor-observer/histor/node/views"
 )
 
 // invokeError is a refused invoke: HISTOR's status and detail.
@@ -164,9 +165,9 @@ func (a *api) invokeServer(in map[string]any) (any, error) {
 		return nil, refuse(http.StatusNotFound, "unknown server")
 	}
 	now := rd.now()
-	out := make([]serverSummary, 0, maxServerMatches)
+	out := make([]views.Summary, 0, maxServerMatches)
 	for _, s := range cands[:min(len(cands), maxServerMatches)] {
-		out = append(out, summarizeServer(s, now))
+		out = append(out, views.Summarize(s, now))
 	}
 	return viaJSON(map[string]any{"servers": out})
 }
@@ -202,7 +203,7 @@ func (a *api) invokeChanges(in map[string]any, base string) (any, error) {
 		return nil, err
 	}
 	out := make([]any, 0, len(cs))
-	for _, row := range changeRows(rd.Catalog, cs) {
+	for _, row := range views.ChangeRows(rd.Catalog, cs) {
 		c, err := compactChange(row, base)
 		if err != nil {
 			return nil, err
@@ -213,7 +214,7 @@ func (a *api) invokeChanges(in map[string]any, base string) (any, error) {
 }
 
 // compactChange is HISTOR's compact_change: bounded lists, the page link.
-func compactChange(row changeRow, base string) (map[string]any, error) {
+func compactChange(row views.ChangeRow, base string) (map[string]any, error) {
 	v, err := generic(row.Summary)
 	if err != nil {
 		return nil, err

@@ -9,10 +9,11 @@ import (
 	"github.com/histor-observer/histor/crawl/state"
 	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/desk"
+	"github.com/histor-observer/histor/node/views"
 )
 
 // serveDeskChanges renders /changes?before=: the changes, newest first,
-// a page of defaultChangesLimit at a time.
+// a page of views.DefaultChangesLimit at a time.
 func (a *api) serveDeskChanges(w http.ResponseWriter, r *http.Request) {
 	rd := a.read.Load()
 	if rd == nil {
@@ -24,14 +25,14 @@ func (a *api) serveDeskChanges(w http.ResponseWriter, r *http.Request) {
 		a.renderDesk(w, r, http.StatusBadRequest, "notfound", "Changes", "changes", "before must be a change id.")
 		return
 	}
-	cs, err := rd.Catalog.Changes(int64(before.Value), defaultChangesLimit)
+	cs, err := rd.Catalog.Changes(int64(before.Value), views.DefaultChangesLimit)
 	if err != nil {
 		a.internal(w, r, "listing changes", err)
 		return
 	}
-	rows := changeRows(rd.Catalog, cs)
+	rows := views.ChangeRows(rd.Catalog, cs)
 	v := &desk.ChangesView{Changes: convertAll(rows, deskChange)}
-	if n := len(cs); n == defaultChangesLimit && cs[n-1].Seq > 1 {
+	if n := len(cs); n == views.DefaultChangesLimit && cs[n-1].Seq > 1 {
 		v.NextURL = "/changes?before=" + strconv.FormatInt(cs[n-1].Seq, 10)
 	}
 	a.renderDesk(w, r, http.StatusOK, "changes", "Changes", "changes", v)
@@ -54,7 +55,7 @@ func (a *api) serveDeskChange(w http.ResponseWriter, r *http.Request, id string)
 		a.deskNotFound(w, r, "This observer has no change with that id.")
 		return
 	}
-	row := toChangeRow(rd.Catalog, ch)
+	row := views.ToChangeRow(rd.Catalog, ch)
 	c := deskChange(&row)
 	a.renderDesk(w, r, http.StatusOK, "change", "Change of "+c.Name, "changes", &desk.ChangeView{Change: c})
 }
@@ -76,7 +77,7 @@ type changeSummary struct {
 	SerializationOnly bool `json:"serializationOnly"`
 }
 
-func deskChange(row *changeRow) desk.Change {
+func deskChange(row *views.ChangeRow) desk.Change {
 	c := desk.Change{ID: row.ID, URL: "/changes/" + strconv.FormatInt(row.ID, 10), ServerID: row.TargetID,
 		Name: row.Name, ObservedAt: row.ObservedAt, FromToolSet: deref(row.FromToolset), ToToolSet: deref(row.ToToolset)}
 	if row.LabelID != nil {

@@ -57,3 +57,12 @@ func checkpointOrigin(cp []byte) string {
 func (a *api) deskNotFound(w http.ResponseWriter, r *http.Request, what string) {
 	a.renderDesk(w, r, http.StatusNotFound, "notfound", "Not found", "", what)
 }
+
+// convertAll maps f over in, in order, into the desk's view types.
+func convertAll[T, U any](in []T, f func(*T) U) []U {
+	out := make([]U, len(in))
+	for i := range in {
+		out[i] = f(&in[i])
+	}
+	return out
+}

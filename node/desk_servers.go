@@ -12,6 +12,7 @@ import (
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/desk"
 	"github.com/histor-observer/histor/node/pkgruns"
+	"github.com/histor-observer/histor/node/views"
 )
 
 // deskStates are the filters of the servers list, the JSON API's, in words.
@@ -21,7 +22,7 @@ var deskStates = []desk.Option{
 	{Value: "changed", Label: "Changed at least once"},
 	{Value: "flagged", Label: "With pattern matches"},
 	{Value: "unobserved", Label: "No tool set on record"},
-	{Value: stateSplitName, Label: "Split: observers disagree"},
+	{Value: views.StateSplitName, Label: "Split: observers disagree"},
 }
 
 // serveDeskServers renders / and /servers: the servers list, searched and
@@ -35,7 +36,7 @@ func (a *api) serveDeskServers(w http.ResponseWriter, r *http.Request) {
 		a.renderDesk(w, r, http.StatusOK, "servers", "Servers", "servers", v)
 		return
 	}
-	q, st, limit, offset, err := serversQuery(r.URL.RawQuery)
+	q, err := views.ParseServersQuery(r.URL.RawQuery)
 	v.Query = r.URL.Query().Get("q")
 	if s := r.URL.Query().Get("state"); s != "" {
 		v.State = s
@@ -47,20 +48,16 @@ func (a *api) serveDeskServers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var page []*catalog.Server
-	if st == stateSplit {
-		v.Total, page = a.splitServers(rd.Catalog, q, int(limit), int(offset))
-	} else {
-		v.Total, page = rd.Catalog.Search(q, st, int(limit), int(offset))
-	}
+	v.Total, page = views.SearchServers(rd.Catalog, q, a.peerView())
 	now := rd.now()
 	v.Rows = make([]desk.ServerRow, len(page))
 	for i, s := range page {
 		v.Rows[i] = serverRow(s, now)
 	}
 	if len(page) > 0 {
-		v.From, v.To = int(offset)+1, int(offset)+len(page)
+		v.From, v.To = int(q.Offset)+1, int(q.Offset)+len(page)
 	}
-	v.PrevURL, v.NextURL = pageLinks(q, v.State, int(limit), int(offset), v.Total)
+	v.PrevURL, v.NextURL = pageLinks(q.Q, v.State, int(q.Limit), int(q.Offset), v.Total)
 	a.renderDesk(w, r, http.StatusOK, "servers", "Servers", "servers", v)
 }
 
@@ -83,7 +80,7 @@ func pageLinks(q, state string, limit, offset, total int) (prev, next string) {
 		if state != "" && state != "all" {
 			v.Set("state", state)
 		}
-		if limit != defaultServersLimit {
+		if limit != views.DefaultServersLimit {
 			v.Set("limit", strconv.Itoa(limit))
 		}
 		if off > 0 {
@@ -105,7 +102,7 @@ func pageLinks(q, state string, limit, offset, total int) (prev, next string) {
 
 // serverRow is one server as the list shows it.
 func serverRow(s *catalog.Server, now time.Time) desk.ServerRow {
-	msg, state := badgeState(s, now)
+	msg, state := views.BadgeState(s, now)
 	row := desk.ServerRow{ID: s.ID, Name: s.Name, Title: s.Title, Endpoint: s.Endpoint, State: state,
 		StateText: msg, LastObserved: catalog.FormatTime(s.Obs.LastOK), ToolCount: "—", Changed: state == "changed"}
 	if s.Obs.Subject != "" {
@@ -119,14 +116,14 @@ func serverRow(s *catalog.Server, now time.Time) desk.ServerRow {
 func (a *api) serveDeskServer(w http.ResponseWriter, r *http.Request, id string) {
 	rd := a.read.Load()
 	var s *catalog.Server
-	if rd != nil && len(id) <= maxServerIDBytes {
-		s = rd.Catalog.ByID(id)
+	if rd != nil {
+		s = views.ServerByID(rd.Catalog, id)
 	}
 	if s == nil {
 		a.deskNotFound(w, r, "This observer has no server with that id.")
 		return
 	}
-	page, tools, err := a.buildServerPage(rd.Catalog, s, rd.now())
+	page, tools, err := views.BuildServerPage(rd.Catalog, s, rd.now(), a.viewSources())
 	if err != nil {
 		a.internal(w, r, "reading server", err)
 		return
@@ -152,7 +149,7 @@ func (a *api) publicBase(rd *ReadAPI, r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-func serverView(s *catalog.Server, p *serverPage, tools []byte, now time.Time, base string) (*desk.ServerView, error) {
+func serverView(s *catalog.Server, p *views.ServerPage, tools []byte, now time.Time, base string) (*desk.ServerView, error) {
 	sum := &p.Server
 	v := &desk.ServerView{ServerRow: serverRow(s, now), Transport: s.Transport, Version: s.Version,
 		Description: s.Description, ToolSetDigest: s.Obs.ToolSetDigest, Subject: s.Obs.Subject,
@@ -165,7 +162,7 @@ func serverView(s *catalog.Server, p *serverPage, tools []byte, now time.Time, b
 	if v.Tools, err = deskTools(tools, v.Matches); err != nil {
 		return nil, err
 	}
-	v.Labels = convertAll(p.Labels, func(l *labelRow) desk.Label {
+	v.Labels = convertAll(p.Labels, func(l *views.LabelRow) desk.Label {
 		return desk.Label{ID: l.ID, Method: l.MethodShort, Verdict: l.Verdict, ObservedAt: l.ObservedAt,
 			IssuedAt: l.IssuedAt, URL: "/api/v1/labels/" + l.ID, LeafIndex: l.LeafIndex}
 	})
@@ -205,7 +202,7 @@ func deskPackage(m *pkgruns.Member) *desk.PackageRuns {
 	return out
 }
 
-func deskSpan(sp *timelineRow) desk.Span {
+func deskSpan(sp *views.TimelineRow) desk.Span {
 	out := desk.Span{From: sp.From, Until: sp.Until, Status: sp.Status, Count: sp.Count}
 	if sp.Detail != nil {
 		out.Detail = *sp.Detail
@@ -265,7 +262,7 @@ func indentJSON(v any) string {
 func deskBadge(base, id, text string) desk.Badge {
 	svg := base + "/badge/" + id + ".svg"
 	page := base + "/s/" + id
-	alt := badgeLabel + ": " + text
+	alt := views.BadgeLabel + ": " + text
 	return desk.Badge{SVGURL: "/badge/" + id + ".svg", PageURL: page, Alt: alt,
 		Markdown: "[![" + alt + "](" + svg + ")](" + page + ")",
 		HTML:     `<a href="` + page + `"><img src="` + svg + `" alt="` + alt + `"></a>`}

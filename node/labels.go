@@ -10,17 +10,9 @@ import (
 	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/internal/proofs"
 	hlog "github.com/histor-observer/histor/log"
-	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/mtl"
+	"github.com/histor-observer/histor/node/views"
 )
-
-// methodShort are HISTOR's short method names, sent beside each entry.
-var methodShort = map[string]string{
-	awr.MethodObservation: "observation",
-	awr.MethodPatternScan: "pattern-scan",
-	awr.MethodContinuity:  "continuity",
-	awr.MethodNameThreat:  "name-threat",
-}
 
 // vcMediaType is what HISTOR serves a label as.
 const vcMediaType = "application/vc"
@@ -235,13 +227,6 @@ func summarize(index uint64, label []byte) entrySummary {
 		Method:      f.CredentialSubject.Method.ID,
 		Verdict:     f.CredentialSubject.Verdict,
 		IssuedAt:    f.ValidFrom,
-		MethodShort: shortMethod(f.CredentialSubject.Method.ID),
+		MethodShort: views.ShortMethod(f.CredentialSubject.Method.ID),
 	}
-}
-
-func shortMethod(id string) string {
-	if s, ok := methodShort[id]; ok {
-		return s
-	}
-	return id
 }

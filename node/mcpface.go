@@ -12,6 +12,7 @@ import (
 	"github.com/histor-observer/histor/internal/feedtext"
 	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/check"
+	"github.com/histor-observer/histor/node/views"
 )
 
 // The MCP face: /mcp answers MCP over streamable HTTP (the MCP Go SDK),
@@ -186,6 +187,6 @@ func (a *api) mcpChanges(_ context.Context, args json.RawMessage) ([]byte, error
 		return nil, fmt.Errorf("listing changes: %w", err)
 	}
 	return encodeJSON(struct {
-		Changes []changeRow `json:"changes"`
-	}{changeRows(rd.Catalog, cs)})
+		Changes []views.ChangeRow `json:"changes"`
+	}{views.ChangeRows(rd.Catalog, cs)})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/catalog/catalogtest"
+	"github.com/histor-observer/histor/node/views"
 )
 
 // readNode is a test node serving the reading API over a catalogtest
@@ -304,11 +305,11 @@ func TestShields(t *testing.T) {
 		{"changes", "changes · 7d", "1", "c98a1b"},
 		{"sth", "signed tree head", "3h ago", "2f9e77"},
 	} {
-		var sh shield
+		var sh views.Shield
 		if err := json.Unmarshal(rn.read(t, "/api/v1/badges/"+tc.name, http.StatusOK), &sh); err != nil {
 			t.Fatal(err)
 		}
-		if (sh != shield{1, tc.label, tc.message, tc.color}) {
+		if (sh != views.Shield{SchemaVersion: 1, Label: tc.label, Message: tc.message, Color: tc.color}) {
 			t.Errorf("%s badge = %+v", tc.name, sh)
 		}
 		if slices.Contains(neverRed, strings.ToLower(sh.Color)) {
@@ -316,18 +317,15 @@ func TestShields(t *testing.T) {
 		}
 	}
 	rn.read(t, "/api/v1/badges/nope", http.StatusNotFound)
-	if got := thousands(1234567); got != "1,234,567" {
-		t.Errorf("thousands = %q", got)
-	}
 }
 
 func TestBadgeSVG(t *testing.T) {
 	rn := newReadNode(t)
 	for _, tc := range []struct{ id, message, color string }{
-		{rn.f.Changed, "changed 2026-09-21", colorChanged},
-		{rn.f.Stable, "unchanged 30d · 09-23", colorUnchanged},
-		{rn.f.Unreachable, "not observed", colorUnknown},
-		{"0000000000000000", "not listed", colorUnknown},
+		{rn.f.Changed, "changed 2026-09-21", views.ColorChanged},
+		{rn.f.Stable, "unchanged 30d · 09-23", views.ColorUnchanged},
+		{rn.f.Unreachable, "not observed", views.ColorUnknown},
+		{"0000000000000000", "not listed", views.ColorUnknown},
 	} {
 		resp, body := rn.get(t, "/badge/"+tc.id+".svg")
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/svg+xml" {

@@ -38,19 +38,12 @@ var routeTable = []apiRoute{
 	{Pattern: "/api/v1/record-sets/{digest...}", Methods: getOnly, serve: evidenceRoute("record-sets")},
 	{Pattern: "/api/v1/behaviour/{digest...}", Methods: getOnly, serve: evidenceRoute("behaviour")},
 
-	{Pattern: "/api/v1/servers", Methods: getOnly, serve: (*api).serveServers},
-	{Pattern: "/api/v1/servers/{target_id}", Methods: getOnly, serve: withPathValue("target_id", (*api).serveServer)},
-	{Pattern: "/api/v1/changes", Methods: getOnly, serve: (*api).serveChanges},
-	{Pattern: "/api/v1/changes/{change_id}", Methods: getOnly, serve: withPathValue("change_id", (*api).serveChange)},
+	// The reading API's records: servers and changes (node/readapi).
+	{mount: (*api).readRecordRoutes},
 	// The sandbox part's census (node/pkgruns).
 	{mount: (*api).packageRoutes},
-	{Pattern: "/api/v1/stats", Methods: getOnly, serve: (*api).serveStats},
-	{Pattern: "/api/v1/stats/hosts", Methods: getOnly, serve: (*api).serveStatsHosts},
-	{Pattern: "/api/v1/badges/{name}", Methods: getOnly, serve: withPathValue("name", (*api).serveShield)},
-	{Pattern: "/badge/{target_id}.svg", Methods: getOnly, serve: func(a *api, w http.ResponseWriter, r *http.Request) {
-		a.serveBadgeSVG(w, r, r.PathValue("target_id")+".svg")
-	}},
-	{Pattern: "/feed.xml", Methods: getOnly, serve: (*api).serveFeed},
+	// The reading API's summaries: stats, badges and the feed (node/readapi).
+	{mount: (*api).readSummaryRoutes},
 	// The checker part (node/check).
 	{mount: (*api).checkRoutes},
 	{Pattern: "/api/v1/admin/crawl", Methods: []string{http.MethodPost}, serve: (*api).serveAdminCrawl},

@@ -1,36 +1,39 @@
-package node
+package views
 
 import (
 	"fmt"
 	"html"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node/catalog"
 )
 
-// Badge states and colours, HISTOR's (MTL/1 §9.3): a change is amber, a
-// neutral colour, never red: a change is not an accusation.
+// Badge colours, HISTOR's (MTL/1 §9.3): a change is amber, a neutral
+// colour, never red: a change is not an accusation.
 const (
-	colorUnchanged = "#2f9e77"
-	colorPinned    = "#3a7bd5"
-	colorChanged   = "#c98a1b" // amber
-	colorUnknown   = "#6b7280"
+	ColorUnchanged = "#2f9e77"
+	ColorPinned    = "#3a7bd5"
+	ColorChanged   = "#c98a1b" // amber
+	ColorUnknown   = "#6b7280"
 )
 
 // changedDays is how many days a change shows as "changed ‹date›".
 const changedDays = 7
 
 var badgeColors = map[string]string{
-	"unchanged": colorUnchanged, "pinned": colorPinned, "changed": colorChanged, "unknown": colorUnknown,
+	"unchanged": ColorUnchanged, "pinned": ColorPinned, "changed": ColorChanged, "unknown": ColorUnknown,
 }
 
-// badgeState is HISTOR's badge_state: the message and state of s's badge
+// BadgeColor is the colour of a badge in state (one BadgeState gives).
+func BadgeColor(state string) string { return badgeColors[state] }
+
+// BadgeState is HISTOR's badge_state: the message and state of s's badge
 // (s nil: not listed). Every message carries a date or says why it has none.
-func badgeState(s *catalog.Server, now time.Time) (message, state string) {
+func BadgeState(s *catalog.Server, now time.Time) (message, state string) {
 	if s == nil {
 		return "not listed", "unknown"
 	}
@@ -67,34 +70,15 @@ func daysSince(t, now time.Time) int {
 
 func prefix(s string, n int) string { return s[:min(len(s), n)] }
 
-// badgeLabel is the left half of every SVG badge; it names the issuer
+// BadgeLabel is the left half of every SVG badge; it names the issuer
 // (MTL/1 §9.1: never a bare glyph).
-const badgeLabel = "MCP tool defs · histor"
-
-// serveBadgeSVG answers /badge/<id>.svg, "not listed" for an unknown id.
-func (a *api) serveBadgeSVG(w http.ResponseWriter, r *http.Request, file string) {
-	id, ok := strings.CutSuffix(file, ".svg")
-	if !ok || id == "" {
-		a.fail(w, http.StatusNotFound, "not found")
-		return
-	}
-	rd := a.reader(w)
-	if rd == nil {
-		return
-	}
-	var s *catalog.Server
-	if len(id) <= maxServerIDBytes {
-		s = rd.Catalog.ByID(id)
-	}
-	msg, state := badgeState(s, rd.now())
-	w.Header().Set("Cache-Control", "public, max-age=3600")
-	writeBody(w, "image/svg+xml", renderBadge(badgeLabel, msg, badgeColors[state]))
-}
+const BadgeLabel = "MCP tool defs · histor"
 
 // badgeWidth is the shields.io approximation of Verdana 11px text.
 func badgeWidth(text string) int { return int(float64(utf8.RuneCountInString(text))*6.4) + 12 }
 
-func renderBadge(label, message, color string) []byte {
+// RenderBadge is the SVG badge of label and message on color.
+func RenderBadge(label, message, color string) []byte {
 	lw, mw := badgeWidth(label), badgeWidth(message)
 	total := lw + mw
 	title := html.EscapeString(label + ": " + message)
@@ -113,45 +97,50 @@ func renderBadge(label, message, color string) []byte {
 	return []byte(b.String())
 }
 
-// shield is a shields.io endpoint badge.
-type shield struct {
+// ServerBadge is the SVG badge of s (nil: not listed) as of now.
+func ServerBadge(s *catalog.Server, now time.Time) []byte {
+	msg, state := BadgeState(s, now)
+	return RenderBadge(BadgeLabel, msg, BadgeColor(state))
+}
+
+// Shield is a shields.io endpoint badge.
+type Shield struct {
 	SchemaVersion int    `json:"schemaVersion"`
 	Label         string `json:"label"`
 	Message       string `json:"message"`
 	Color         string `json:"color"`
 }
 
-// serveShield answers /api/v1/badges/<name>: log, pinned, changes or sth.
-func (a *api) serveShield(w http.ResponseWriter, r *http.Request, name string) {
-	rd := a.reader(w)
-	if rd == nil {
-		return
-	}
-	now := rd.now()
-	var sh shield
+// ShieldInputs is what the shields read besides the catalog: the log's
+// latest head and the crawl's interval (0: the node does not crawl).
+type ShieldInputs struct {
+	Head          hlog.Head
+	CrawlInterval time.Duration
+	Now           time.Time
+}
+
+// NamedShield is the shield called name (log, pinned, changes or sth);
+// ok is false for any other name.
+func NamedShield(name string, c *catalog.Catalog, in ShieldInputs) (sh Shield, ok bool) {
 	switch name {
 	case "log":
-		sh = shield{1, "labels in log", thousands(a.log.Latest().Size), "5fe3ff"}
+		return Shield{1, "labels in log", Thousands(in.Head.Size), "5fe3ff"}, true
 	case "pinned":
-		sh = shield{1, "tool sets pinned", thousands(uint64(rd.Catalog.Counts().Pinned)), "3a7bd5"}
+		return Shield{1, "tool sets pinned", Thousands(uint64(c.Counts().Pinned)), "3a7bd5"}, true
 	case "changes":
-		sh = shield{1, "changes · 7d", thousands(uint64(rd.Catalog.ChangesSince(now.Add(-7 * 24 * time.Hour)))), "c98a1b"}
+		return Shield{1, "changes · 7d", Thousands(uint64(c.ChangesSince(in.Now.Add(-7 * 24 * time.Hour)))), "c98a1b"}, true
 	case "sth":
-		sh = a.sthShield(rd, now)
-	default:
-		a.fail(w, http.StatusNotFound, "unknown badge")
-		return
+		return sthShield(in), true
 	}
-	w.Header().Set("Cache-Control", "public, max-age=300")
-	a.writeJSON(w, r, sh)
+	return Shield{}, false
 }
 
 // sthShield ages the latest head; one older than two crawl intervals means
 // the crawler stopped, and the colour says so (amber, not red).
-func (a *api) sthShield(rd *ReadAPI, now time.Time) shield {
-	head := a.log.Latest()
+func sthShield(in ShieldInputs) Shield {
+	head, now := in.Head, in.Now
 	if head.Size == 0 { // a size-0 head is not served (/api/v1/log/sth answers 404)
-		return shield{1, "signed tree head", "none yet", "6b7280"}
+		return Shield{1, "signed tree head", "none yet", "6b7280"}
 	}
 	hours := now.Sub(head.Time).Hours()
 	age := fmt.Sprintf("%.0fh ago", hours)
@@ -159,14 +148,14 @@ func (a *api) sthShield(rd *ReadAPI, now time.Time) shield {
 		age = fmt.Sprintf("%.0fd ago", hours/24)
 	}
 	color := "2f9e77"
-	if rd.CrawlInterval > 0 && now.Sub(head.Time) > 2*rd.CrawlInterval {
+	if in.CrawlInterval > 0 && now.Sub(head.Time) > 2*in.CrawlInterval {
 		color = "c98a1b"
 	}
-	return shield{1, "signed tree head", age, color}
+	return Shield{1, "signed tree head", age, color}
 }
 
-// thousands writes n with commas, as Python's "{:,}" does.
-func thousands(n uint64) string {
+// Thousands writes n with commas, as Python's "{:,}" does.
+func Thousands(n uint64) string {
 	s := strconv.FormatUint(n, 10)
 	var b strings.Builder
 	for i, c := range s {
