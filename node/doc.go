@@ -8,4 +8,24 @@
 //
 // Every handler is a read; writes reach the log through the log package's
 // sequencer, never through HTTP.
+//
+// The node opens its parts in order and closes them in reverse (parts.go)
+// and mounts their routes in one table (routes.go). Parts that are packages
+// of their own, each with a Config, Open or New, Close and Routes, reading
+// what they need through interfaces they define:
+//
+//	node/pkgruns   the sandbox part: package runs scheduled, recorded, viewed
+//	node/catalog   the crawl's read model, in memory
+//	node/views     the view types the API, the desk and the agents share
+//	node/readapi   the reading API: servers, changes, stats, badges, feed
+//	node/check     POST /api/v1/check
+//	node/receipts  the receipts log
+//	node/notify    security events, their feeds, webhook delivery
+//	node/mirror    verified mirrors of the peers' logs
+//	node/peers     the peer view derived from the mirrors
+//	node/audit     auditing a log from the outside
+//
+// Still in this package, to be moved the same way: the label log's routes,
+// the desk's handlers (its rendering is node/desk), the agents (AIMarket,
+// /mcp) and the federation's glue (heads, witness, gossip).
 package node
