@@ -66,6 +66,8 @@ func (l *Log) submit(ctx context.Context, req *appendReq) (appendResult, error) 
 		return appendResult{}, ctx.Err()
 	case <-l.quit:
 		return appendResult{}, ErrClosed
+	case <-l.halted: // the sequencer may be held by a store that cannot go on
+		return appendResult{}, l.failure()
 	}
 	select {
 	case r := <-req.done:
