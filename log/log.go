@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/histor-observer/histor/internal/pebbledb"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/keys"
 )
@@ -227,8 +228,8 @@ func (l *Log) Close() error {
 		case <-l.halted:
 			select {
 			case <-l.stopped:
-			case <-time.After(fatalCloseWait):
-				err = fmt.Errorf("closing log: its last batch was not done %s after the log stopped (%w)", fatalCloseWait, l.failure())
+			case <-time.After(pebbledb.FatalCloseWait):
+				err = fmt.Errorf("closing log: its last batch was not done %s after the log stopped (%w)", pebbledb.FatalCloseWait, l.failure())
 			}
 		}
 		l.metrics.unregister()

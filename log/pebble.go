@@ -32,9 +32,6 @@ type pebbleStore struct {
 	fatal atomic.Bool
 }
 
-// fatalCloseWait bounds how long close waits for Pebble after a fatal commit error.
-const fatalCloseWait = 5 * time.Second
-
 func (s *pebbleStore) get(key []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, errStoreClosed
@@ -115,8 +112,8 @@ func (s *pebbleStore) close() error {
 	case err := <-done:
 		s.cache.Unref()
 		return err
-	case <-time.After(fatalCloseWait):
-		return fmt.Errorf("closing pebble after a failure: not closed after %s; the process's exit releases it", fatalCloseWait)
+	case <-time.After(pebbledb.FatalCloseWait):
+		return fmt.Errorf("closing pebble after a failure: not closed after %s; the process's exit releases it", pebbledb.FatalCloseWait)
 	}
 }
 

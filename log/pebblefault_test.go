@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/histor-observer/histor/internal/faultfs"
+	"github.com/histor-observer/histor/internal/pebbledb"
 )
 
 func storageFault(err error) bool { return faultfs.IsFault(err) }
@@ -234,6 +235,7 @@ func TestPebbleFaultChild(t *testing.T) {
 	if v == "" {
 		t.Skip("only runs as TestPebbleFaultsInChild's child process")
 	}
+	pebbledb.FatalCloseWait = 200 * time.Millisecond // the bound is what is tested, not its length
 	var c faultChild
 	var op int
 	if _, err := fmt.Sscanf(v, "%s %s %d %d %t", &c.Mode, &c.Dir, &op, &c.At, &c.Sticky); err != nil {
