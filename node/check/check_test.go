@@ -1,9 +1,7 @@
 package check
 
 import (
-	"bytes"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -13,17 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gowebpki/jcs"
-
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/scan"
 	"github.com/histor-observer/histor/crawl/state"
 	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
-	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/log/mtl"
 	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/check/checktest"
 )
 
 // Tool sets of the fixture: the one observed now at endpoint one (with a
@@ -135,36 +131,6 @@ func serveRoutes(routes []httpx.Route) http.Handler {
 	})
 }
 
-func digestOf(t testing.TB, tools string) string {
-	t.Helper()
-	v, err := canon.ParseDeferringNumbers([]byte(tools), canon.DefaultLimits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := mtl.Digest(v.([]any))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func canonicalTools(t testing.TB, tools string) []byte {
-	t.Helper()
-	v, _ := canon.Parse([]byte(tools))
-	b, err := mtl.CanonicalToolSet(v.([]any))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func fixtureTarget(name, endpoint, status string, delisted bool) *state.Target {
-	return &state.Target{
-		Target: registry.Target{ID: mtl.ServerID(name, endpoint), Name: name, Endpoint: endpoint, Transport: registry.TransportStreamable, Delisted: delisted},
-		Status: status, LastCrawled: day9,
-	}
-}
-
 // seed writes the targets, their observations and timelines, and the
 // evidence of the current set at "one" into the log.
 func (f *checkFixture) seed(t testing.TB) {
@@ -224,40 +190,18 @@ func (f *checkFixture) answer(t testing.TB, remote, body string) map[string]any 
 	return m
 }
 
-// verifyCheckAnswer checks a signed answer from its bytes alone with code
-// that shares nothing with the signer: encoding/json to split off the
-// signature, gowebpki/jcs for RFC 8785, the key from its raw bytes.
-func verifyCheckAnswer(t testing.TB, body []byte, pub ed25519.PublicKey) {
-	t.Helper()
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
-		t.Fatalf("answer is not JSON: %v", err)
-	}
-	var sig struct{ Alg, VerificationMethod, Value string }
-	if err := json.Unmarshal(m["signature"], &sig); err != nil {
-		t.Fatalf("signature: %v", err)
-	}
-	var issuer, typ string
-	json.Unmarshal(m["issuer"], &issuer)
-	json.Unmarshal(m["type"], &typ)
-	if typ != "histor.check/v1" || sig.Alg != "Ed25519" || sig.VerificationMethod != issuer+"#"+strings.TrimPrefix(issuer, "did:key:") {
-		t.Fatalf("type %q, alg %q, verificationMethod %q for issuer %q", typ, sig.Alg, sig.VerificationMethod, issuer)
-	}
-	delete(m, "signature")
-	unsigned, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, err := jcs.Transform(unsigned)
-	if err != nil {
-		t.Fatal(err)
-	}
-	value, err := base64.RawURLEncoding.DecodeString(sig.Value)
-	if err != nil || !ed25519.Verify(pub, msg, value) {
-		t.Fatalf("signature does not verify (%v)", err)
-	}
-	if canonical, _ := jcs.Transform(body); !bytes.Equal(canonical, body) {
-		t.Errorf("answer is not served in its canonical form")
+// The helpers both /check suites use.
+var (
+	digestOf          = checktest.DigestOf
+	canonicalTools    = checktest.CanonicalTools
+	verifyCheckAnswer = checktest.VerifyAnswer
+	mustJSON          = checktest.MustJSON
+)
+
+func fixtureTarget(name, endpoint, status string, delisted bool) *state.Target {
+	return &state.Target{
+		Target: registry.Target{ID: mtl.ServerID(name, endpoint), Name: name, Endpoint: endpoint, Transport: registry.TransportStreamable, Delisted: delisted},
+		Status: status, LastCrawled: day9,
 	}
 }
 
@@ -343,14 +287,6 @@ func TestCheckAnswerShape(t *testing.T) {
 	if ps["toolSetDigest"] != dOld || ps["patternSet"] != scan.Default().Digest() || ps["block"] != 0.0 || ps["advise"] != 0.0 {
 		t.Errorf("patternScan = %v", ps)
 	}
-}
-
-func mustJSON(t testing.TB, v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // TestCheckPicksTarget: by name, a listed target comes before a delisted
