@@ -481,23 +481,27 @@ func TestSweep(t *testing.T) {
 			t.Fatalf("%s: %v", out, err)
 		}
 	}
-	swept, err := Sweep(context.Background())
+	// Only this test's: other packages' runs can be live on the machine.
+	swept, err := Sweep(context.Background(), "stale-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(swept) != 2 {
 		t.Errorf("swept %q", swept)
 	}
-	if left := ourNamespaces(t); len(left) != 0 {
+	if left := ourNamespaces(t, "stale-test"); len(left) != 0 {
 		t.Errorf("left %q", left)
 	}
 }
 
-func ourNamespaces(t *testing.T) []string {
+// ourNamespaces is the namespaces left of the network with this id. Only
+// the test's own: other packages' sandbox runs (ids "r-…") can be opening or
+// tearing down theirs on the same machine while this package runs.
+func ourNamespaces(t *testing.T, id string) []string {
 	entries, _ := os.ReadDir(netnsDir)
 	var out []string
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), SandboxPrefix) || strings.HasPrefix(e.Name(), TrapPrefix) {
+		if e.Name() == SandboxPrefix+id || e.Name() == TrapPrefix+id {
 			out = append(out, e.Name())
 		}
 	}
@@ -524,7 +528,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if left := ourNamespaces(t); len(left) != 0 {
+	if left := ourNamespaces(t, "close"); len(left) != 0 {
 		t.Errorf("namespaces left: %q", left)
 	}
 	if l, r := hostState(t); l != links || r != rules {

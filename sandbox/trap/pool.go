@@ -174,9 +174,12 @@ func (p *Pool) addrs(slot int) (trapAddr, sandboxAddr netip.Addr) {
 }
 
 // Sweep deletes every network namespace named with SandboxPrefix or
-// TrapPrefix: what an owner that died left. Call it once at startup, before
-// any Open. It returns the names it removed.
-func Sweep(ctx context.Context) ([]string, error) {
+// TrapPrefix followed by idPrefix: what an owner that died left. Call it
+// once at startup, before any Open, with the prefix of the ids this owner
+// opens ("" for all): another owner's live networks on the same machine
+// are gone with it when the prefixes overlap. It returns the names it
+// removed.
+func Sweep(ctx context.Context, idPrefix string) ([]string, error) {
 	entries, err := os.ReadDir(netnsDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -188,7 +191,7 @@ func Sweep(ctx context.Context) ([]string, error) {
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasPrefix(name, SandboxPrefix) && !strings.HasPrefix(name, TrapPrefix) {
+		if !strings.HasPrefix(name, SandboxPrefix+idPrefix) && !strings.HasPrefix(name, TrapPrefix+idPrefix) {
 			continue
 		}
 		if err := deleteNetns(ctx, name); err != nil {
