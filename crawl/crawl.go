@@ -224,7 +224,7 @@ func (c *Crawler) run(ctx context.Context) (*Summary, error) {
 		return sum, err
 	}
 	sum.Complete = res.Complete
-	if err := c.syncTargets(res); err != nil {
+	if err := c.syncTargets(res, sum); err != nil {
 		return sum, err
 	}
 	if err := c.observeAll(ctx, res, sum); err != nil {
@@ -290,8 +290,9 @@ func (c *Crawler) withKnown(res *registry.Result) (*registry.Result, error) {
 
 // syncTargets stores the harvested targets (keeping each one's last status
 // until this crawl gives it a new one) and, after a complete harvest only,
-// marks the targets that are no longer listed.
-func (c *Crawler) syncTargets(res *registry.Result) error {
+// marks the targets that are no longer listed. sum counts every target
+// written among the run's Committed.
+func (c *Crawler) syncTargets(res *registry.Result, sum *Summary) error {
 	prev, err := c.st.Targets()
 	if err != nil {
 		return fmt.Errorf("reading targets: %w", err)
@@ -314,6 +315,9 @@ func (c *Crawler) syncTargets(res *registry.Result) error {
 		old := byID[d.ID]
 		old.Target = d
 		out = append(out, old)
+	}
+	for _, t := range out {
+		sum.commit(t.ID)
 	}
 	return c.st.PutTargets(out)
 }

@@ -32,12 +32,26 @@ type Summary struct {
 	// other than their last: what the node's own observations, its peer view and its events
 	// need to read again. A target attempted with the same outcome as before is not in it.
 	Changed []string
+	// Committed lists, in commit order and each once, every target whose records this run
+	// wrote or tried to write (its registry entry, its observation, its labels and changes):
+	// what a read model of the crawl state reads again after the run, and nothing else.
+	Committed []string
 
-	names map[string]bool // the server names counted in Servers
+	names     map[string]bool // the server names counted in Servers
+	committed map[string]bool // the ids in Committed
 }
 
 func newSummary(start time.Time) *Summary {
-	return &Summary{Started: start, ByStatus: map[string]int{}, ByMethod: map[string]int{}, names: map[string]bool{}}
+	return &Summary{Started: start, ByStatus: map[string]int{}, ByMethod: map[string]int{},
+		names: map[string]bool{}, committed: map[string]bool{}}
+}
+
+// commit counts id among the targets whose records the run wrote.
+func (s *Summary) commit(id string) {
+	if id != "" && !s.committed[id] {
+		s.committed[id] = true
+		s.Committed = append(s.Committed, id)
+	}
 }
 
 // add counts one processed target. Called from the committer only.
@@ -58,7 +72,9 @@ func (s *Summary) add(p *prepared) {
 	if p.err != nil {
 		s.Errors++
 	}
-	if id := targetID(p); id != "" && newOutcome(p) {
+	id := targetID(p)
+	s.commit(id)
+	if id != "" && newOutcome(p) {
 		s.Changed = append(s.Changed, id)
 	}
 }

@@ -173,8 +173,8 @@ func (n *Node) closeCrawler() error {
 	return nil
 }
 
-// openCatalog loads the reading API's model of the crawl state; it is
-// reloaded after every crawl (see crawlAndReload).
+// openCatalog loads the reading API's model of the crawl state; every
+// crawl updates it with what it committed (see crawlAndReload).
 func (n *Node) openCatalog(context.Context) error {
 	c, err := catalog.New(catalog.Options{Store: n.state, Log: n.log, Patterns: n.cr.PatternSet(), Now: n.cfg.Now, Logger: n.cfg.Logger})
 	if err != nil {
@@ -195,20 +195,21 @@ func (n *Node) openCrawls(context.Context) error {
 	return nil
 }
 
-// crawlAndReload is one crawl followed by a reload of the catalog, so the
-// reading API and /check answer from what the crawl just committed, and
-// then this node's observations into the peer view and onto gossip: of every
-// target after the first crawl of this process, and later of the targets the
-// crawl says it changed (Summary.Changed) alone. It
-// reads the parts when it is made: they outlive every crawl (closeCrawls).
+// crawlAndReload is one crawl followed by an update of the catalog with
+// the targets the crawl committed (Summary.Committed), so the reading API
+// and /check answer from what the crawl just wrote, and then this node's
+// observations into the peer view and onto gossip: of every target after
+// the first crawl of this process, and later of the targets the crawl says
+// it changed (Summary.Changed) alone. It reads the parts when it is made:
+// they outlive every crawl (closeCrawls).
 func (n *Node) crawlAndReload() func(context.Context) (*crawl.Summary, error) {
 	cr, c, logger, st, lg, f := n.cr, n.catalog, n.cfg.Logger, n.state, n.log, n.fed
 	origin, key, ev := n.cfg.LogOrigin, n.id.logKey, n.events
 	first := true // the first crawl of this process gives the view every target once
 	return func(ctx context.Context) (*crawl.Summary, error) {
 		sum, err := cr.Run(ctx)
-		if rerr := c.Reload(); rerr != nil {
-			logger.Error("reloading the catalog after a crawl", "err", rerr)
+		if uerr := updateCatalog(c, sum); uerr != nil {
+			logger.Error("updating the catalog after a crawl", "err", uerr)
 		}
 		var own []peers.Proven
 		var oerr error
@@ -227,6 +228,15 @@ func (n *Node) crawlAndReload() func(context.Context) (*crawl.Summary, error) {
 		n.afterCrawl()
 		return sum, err
 	}
+}
+
+// updateCatalog reads again what a crawl committed. A crawl that did not
+// run (one was running already: ErrRunning) wrote nothing.
+func updateCatalog(c *catalog.Catalog, sum *crawl.Summary) error {
+	if sum == nil {
+		return nil
+	}
+	return c.Update(sum.Committed)
 }
 
 // ownPublisher puts this node's observations of the targets ids into the

@@ -61,7 +61,6 @@ type Server struct {
 	// Obs.Changes).
 	ChangeCount int
 
-	hay        string              // lower-cased name, endpoint and title, NUL-separated, for q; cleared once the lists hold it
 	changeSeqs []int64             // the target's change ids, newest first
 	memo       atomic.Pointer[any] // see Memo; set at most once
 }
@@ -92,6 +91,9 @@ func (s *Server) Flagged() bool {
 
 // snapshot is one immutable load of the store.
 type snapshot struct {
+	// servers is every target, in the store's order (by id), which every
+	// index below is built from.
+	servers    []*Server
 	byID       map[string]*Server
 	byEndpoint map[string][]*Server
 	byName     map[string][]*Server
@@ -100,12 +102,14 @@ type snapshot struct {
 	listed [stateCount]list
 	// changeTimes are every change record's time, oldest first.
 	changeTimes []time.Time
-	counts      Counts
-	hosts       []HostCount
-	distinct    int
-	lastRun     *state.Run
-	runs        int
-	loadedAt    time.Time
+	// maxSeq is the highest change id loaded: Update reads the changes after it.
+	maxSeq   int64
+	counts   Counts
+	hosts    []HostCount
+	distinct int
+	lastRun  *state.Run
+	runs     int
+	loadedAt time.Time
 }
 
 // New loads a catalog from o.Store.
@@ -126,9 +130,9 @@ func New(o Options) (*Catalog, error) {
 	return c, nil
 }
 
-// Reload rebuilds the snapshot from the store; call it after each crawl
-// commits. Readers keep the previous snapshot until the new one is whole;
-// on error the previous one stays.
+// Reload rebuilds the snapshot from the whole store. Readers keep the
+// previous snapshot until the new one is whole; on error the previous one
+// stays. After a commit whose targets are known, Update costs less.
 func (c *Catalog) Reload() error {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
@@ -144,27 +148,36 @@ func (c *Catalog) Reload() error {
 }
 
 func (c *Catalog) load() (*snapshot, map[string]int64, error) {
-	st := c.opt.Store
-	servers, err := loadServers(st)
+	s, err := c.loadSnapshot()
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &snapshot{byID: make(map[string]*Server, len(servers)), loadedAt: c.opt.Now()}
+	reports, err := c.loadReports(s.servers)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, reports, nil
+}
+
+// loadSnapshot reads every target, observation, change and run.
+func (c *Catalog) loadSnapshot() (*snapshot, error) {
+	st := c.opt.Store
+	servers, err := loadServers(st)
+	if err != nil {
+		return nil, err
+	}
+	s := &snapshot{servers: servers, byID: make(map[string]*Server, len(servers)), loadedAt: c.opt.Now()}
 	for _, sv := range servers {
 		s.byID[sv.ID] = sv
 	}
 	if err := s.loadChanges(st); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	s.index(servers)
-	reports, err := c.loadReports(servers)
-	if err != nil {
-		return nil, nil, err
-	}
+	s.index()
 	if err := s.loadRuns(st); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return s, reports, nil
+	return s, nil
 }
 
 // loadServers joins targets and their observations.
@@ -187,7 +200,6 @@ func loadServers(st *state.Store) ([]*Server, error) {
 		if o := byID[ts[i].ID]; o != nil {
 			sv.Obs, sv.Observed = *o, true
 		}
-		sv.hay = strings.ToLower(sv.Name + "\x00" + sv.Endpoint + "\x00" + sv.Title)
 		out[i] = sv
 	}
 	return out, nil
@@ -202,6 +214,7 @@ func (s *snapshot) loadChanges(st *state.Store) error {
 	s.changeTimes = make([]time.Time, 0, len(cs))
 	for _, ch := range cs {
 		s.changeTimes = append(s.changeTimes, ch.At)
+		s.maxSeq = max(s.maxSeq, ch.Seq)
 		if sv := s.byID[ch.TargetID]; sv != nil && ch.Seq > 0 {
 			sv.changeSeqs = append(sv.changeSeqs, ch.Seq)
 		}

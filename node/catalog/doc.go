@@ -4,11 +4,13 @@
 // state and the log for the per-target detail (labels, timeline, changes,
 // client reports, tool sets, descriptors, pattern matches).
 //
-// A Catalog is loaded from a *state.Store by New and rebuilt by Reload,
-// which the node calls after each crawl commits. A load builds a new
-// immutable snapshot and swaps it in atomically, so readers never lock and
-// never see half a load; what is read through (labels, changes, timeline)
-// is always as fresh as the store.
+// A Catalog is loaded from a *state.Store by New, rebuilt whole by Reload,
+// and brought up to date by Update with the targets a commit wrote (a
+// crawl's or a package run's Summary.Committed), which the node calls after
+// each: Update reads those targets again and keeps every other server as it
+// was. Either builds a new immutable snapshot and swaps it in atomically, so
+// readers never lock and never see half a load; what is read through
+// (labels, changes, timeline) is always as fresh as the store.
 //
 // Lookups for other parts of the node (POST /api/v1/check above all):
 //

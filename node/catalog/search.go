@@ -87,12 +87,19 @@ type list struct {
 	index *suffixarray.Index
 }
 
-func newList(servers []*Server) list {
+// hay is what a search text is matched against: the lower-cased name,
+// endpoint and title, NUL-separated.
+func hay(s *Server) string {
+	return strings.ToLower(s.Name + "\x00" + s.Endpoint + "\x00" + s.Title)
+}
+
+// newList lays out the servers' hays (hays[s], computed once per index).
+func newList(servers []*Server, hays map[*Server]string) list {
 	l := list{servers: servers, starts: make([]int32, len(servers))}
 	var b bytes.Buffer
 	for k, s := range servers {
 		l.starts[k] = int32(b.Len())
-		b.WriteString(s.hay)
+		b.WriteString(hays[s])
 		b.WriteByte(0)
 	}
 	l.text = b.Bytes()
@@ -172,12 +179,15 @@ func window(all []*Server, limit, offset int) []*Server {
 	return all[offset:min(len(all), offset+limit)]
 }
 
-// index builds the lookups, the state lists and the counts.
-func (s *snapshot) index(servers []*Server) {
+// index builds the lookups, the state lists and the counts from s.servers.
+func (s *snapshot) index() {
+	servers := s.servers
 	listed := make([]*Server, 0, len(servers))
+	hays := make(map[*Server]string, len(servers))
 	for _, sv := range servers {
 		if !sv.Delisted {
 			listed = append(listed, sv)
+			hays[sv] = hay(sv)
 		}
 	}
 	slices.SortFunc(listed, listOrder)
@@ -188,13 +198,10 @@ func (s *snapshot) index(servers []*Server) {
 				in = append(in, sv)
 			}
 		}
-		s.listed[st] = newList(in)
+		s.listed[st] = newList(in, hays)
 	}
 	all := &s.listed[StateAll]
 	all.index = suffixarray.New(all.text)
-	for _, sv := range servers {
-		sv.hay = "" // the lists hold it now
-	}
 	s.byEndpoint, s.byName = map[string][]*Server{}, map[string][]*Server{}
 	for _, sv := range servers {
 		s.byEndpoint[NormalizeEndpoint(sv.Endpoint)] = append(s.byEndpoint[NormalizeEndpoint(sv.Endpoint)], sv)

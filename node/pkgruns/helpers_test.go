@@ -108,10 +108,17 @@ func (r *fakeRecorder) Record(_ context.Context, t registry.Target, obs *mcpclie
 	return &crawl.Summary{}, r.runs.PutPackageRun(*run)
 }
 
-// countingReloader counts the catalog reloads.
-type countingReloader struct{ n int }
+// countingUpdater counts the catalog updates and keeps the ids of each.
+type countingUpdater struct {
+	n   int
+	ids [][]string
+}
 
-func (c *countingReloader) Reload() error { c.n++; return nil }
+func (c *countingUpdater) Update(ids []string) error {
+	c.n++
+	c.ids = append(c.ids, ids)
+	return nil
+}
 
 // npmTarget is a package target of key (npm:<name>), listed without a version.
 func npmTarget(id, key string) registry.Target {
@@ -136,7 +143,7 @@ func observation(t *testing.T, spec string, status sandbox.Status) []byte {
 }
 
 // testPart is a Part over fakes with no queue: enough to handle results.
-func testPart(runs *fakeRuns, rec *fakeRecorder, cat *countingReloader, onRecorded func(context.Context, []string)) *Part {
+func testPart(runs *fakeRuns, rec *fakeRecorder, cat *countingUpdater, onRecorded func(context.Context, []string)) *Part {
 	return &Part{cfg: Settings{MaxJobsPerRound: DefaultMaxJobsPerRound, MaxResolvesPerRound: 4 * DefaultMaxJobsPerRound},
 		log: slog.New(slog.DiscardHandler), st: runs, cr: rec, catalog: cat, recorded: onRecorded,
 		now: func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }}

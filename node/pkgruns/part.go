@@ -44,10 +44,10 @@ type Recorder interface {
 	Record(ctx context.Context, t registry.Target, obs *mcpclient.Observation, run *state.PackageRun, extra ...hlog.Evidence) (*crawl.Summary, error)
 }
 
-// Reloader reloads the reading API's model of the crawl state after a run
-// is recorded. *catalog.Catalog is one.
-type Reloader interface {
-	Reload() error
+// Updater updates the reading API's model of the crawl state with the
+// targets a run's result was recorded for. *catalog.Catalog is one.
+type Updater interface {
+	Update(ids []string) error
 }
 
 // Config is what the part is opened with: its settings and the node's
@@ -63,7 +63,7 @@ type Config struct {
 
 	Runs     Runs
 	Recorder Recorder
-	Catalog  Reloader
+	Catalog  Updater
 	// Curated is the curated list whose packages the registry does not list
 	// are observed too, in its order; nil: the registry's packages only.
 	Curated *registry.Curated
@@ -86,7 +86,7 @@ type Part struct {
 	q        *queue.Queue
 	st       Runs
 	cr       Recorder
-	catalog  Reloader
+	catalog  Updater
 	curated  *registry.Curated // nil: the registry's packages only
 	pk       *pkgs.Packages    // resolves the latest version of an unversioned listing
 	now      func() time.Time

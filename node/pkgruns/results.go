@@ -53,10 +53,13 @@ func (p *Part) handle(ctx context.Context, r queue.Result) error {
 			labelled = append(labelled, t.ID)
 		}
 	}
-	if err := p.catalog.Reload(); err != nil {
-		p.log.Error("reloading the catalog after a sandbox run", "err", err)
+	if len(labelled) == 0 {
+		return nil // package runs alone: the catalog does not read them
 	}
-	if len(labelled) > 0 && p.recorded != nil {
+	if err := p.catalog.Update(labelled); err != nil {
+		p.log.Error("updating the catalog after a sandbox run", "err", err)
+	}
+	if p.recorded != nil {
 		p.recorded(ctx, labelled)
 	}
 	return nil

@@ -12,11 +12,11 @@ import (
 
 // TestHandleRecordsLabelsForEveryTarget: a result for a package is recorded
 // through the Recorder for every target listing that package, with the
-// behaviour record as evidence; the catalog is reloaded, Recorded hears the
-// targets, and the same result handled again records nothing more.
+// behaviour record as evidence; the catalog is updated with those targets,
+// Recorded hears them, and the same result handled again records nothing more.
 func TestHandleRecordsLabelsForEveryTarget(t *testing.T) {
 	runs := newFakeRuns(npmTarget("a", "npm:tiny-weather"), npmTarget("b", "npm:tiny-weather"), npmTarget("c", "npm:other"))
-	rec, cat := &fakeRecorder{runs: runs}, &countingReloader{}
+	rec, cat := &fakeRecorder{runs: runs}, &countingUpdater{}
 	var heard [][]string
 	p := testPart(runs, rec, cat, func(_ context.Context, ids []string) { heard = append(heard, ids) })
 	res := queue.Result{JobID: "j1", Target: "npm:tiny-weather@1.0.0", Observation: observation(t, "npm:tiny-weather@1.0.0", sandbox.StatusOK)}
@@ -34,14 +34,14 @@ func TestHandleRecordsLabelsForEveryTarget(t *testing.T) {
 			t.Errorf("record of %s: evidence %v, %d tools", c.target.ID, c.evidence, len(c.obs.Tools))
 		}
 	}
-	if cat.n != 1 || len(heard) != 1 || !slices.Equal(heard[0], []string{"a", "b"}) {
-		t.Errorf("reloads %d, recorded %v; want 1 and [[a b]]", cat.n, heard)
+	if cat.n != 1 || !slices.Equal(cat.ids[0], []string{"a", "b"}) || len(heard) != 1 || !slices.Equal(heard[0], []string{"a", "b"}) {
+		t.Errorf("catalog updates %v, recorded %v; want [[a b]] and [[a b]]", cat.ids, heard)
 	}
 	if err := p.handle(context.Background(), res); err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.calls) != 2 || len(heard) != 1 {
-		t.Errorf("the same result again: %d records, recorded %v; want nothing more", len(rec.calls), heard)
+	if len(rec.calls) != 2 || len(heard) != 1 || cat.n != 1 {
+		t.Errorf("the same result again: %d records, recorded %v, catalog updates %v; want nothing more", len(rec.calls), heard, cat.ids)
 	}
 }
 
@@ -49,7 +49,7 @@ func TestHandleRecordsLabelsForEveryTarget(t *testing.T) {
 // state, with no labels, and the version is scheduled again.
 func TestHandleInfrastructureStatus(t *testing.T) {
 	runs := newFakeRuns(npmTarget("a", "npm:broken"))
-	rec, cat := &fakeRecorder{runs: runs}, &countingReloader{}
+	rec, cat := &fakeRecorder{runs: runs}, &countingUpdater{}
 	called := false
 	p := testPart(runs, rec, cat, func(context.Context, []string) { called = true })
 	res := queue.Result{JobID: "j1", Target: "npm:broken@2.0.0", Observation: observation(t, "npm:broken@2.0.0", sandbox.StatusPoisoned)}
@@ -60,8 +60,8 @@ func TestHandleInfrastructureStatus(t *testing.T) {
 	if err != nil || run.Status != sandbox.StatusPoisoned || run.Version != "2.0.0" {
 		t.Fatalf("run %+v, %v; want poisoned 2.0.0", run, err)
 	}
-	if len(rec.calls) != 0 || called {
-		t.Errorf("%d records, recorded called %v; want no labels", len(rec.calls), called)
+	if len(rec.calls) != 0 || called || cat.n != 0 {
+		t.Errorf("%d records, recorded called %v, catalog updates %d; want no labels, nothing to update", len(rec.calls), called, cat.n)
 	}
 	if done, err := p.observed("a", "2.0.0"); err != nil || done {
 		t.Errorf("observed after a poisoned run: %v, %v; want false (queued again)", done, err)
@@ -74,7 +74,7 @@ func TestHandleInfrastructureStatus(t *testing.T) {
 func TestHandleDropsForeignResults(t *testing.T) {
 	runs := newFakeRuns(npmTarget("a", "npm:tiny-weather"))
 	rec := &fakeRecorder{runs: runs}
-	p := testPart(runs, rec, &countingReloader{}, nil)
+	p := testPart(runs, rec, &countingUpdater{}, nil)
 	for _, res := range []queue.Result{
 		{JobID: "j1", Target: "npm:tiny-weather@1.0.0", Observation: observation(t, "npm:evil@1.0.0", sandbox.StatusOK)},
 		{JobID: "j2", Target: "npm:tiny-weather@1.0.0", Observation: []byte(`{"type":"other"}`)},
