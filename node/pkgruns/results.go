@@ -1,7 +1,6 @@
 package pkgruns
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -192,14 +191,15 @@ func behaviourRecord(obs *sandbox.Observation, facts *sandbox.VersionFacts) ([]b
 	return b, nil
 }
 
+// rfc8785 is v's RFC 8785 form. Not log/canon's: that one holds the MTL/1
+// profile, integers only, and a behaviour record carries seconds as
+// fractions, which RFC 8785 writes in ECMAScript's number form.
 func rfc8785(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := canon.MarshalPlain(v)
+	if err != nil {
 		return nil, err
 	}
-	return jcs.Transform(buf.Bytes())
+	return jcs.Transform(b)
 }
 
 // crawlObservation is what the crawler's decision reads of a sandbox run:
