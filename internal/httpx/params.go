@@ -26,10 +26,7 @@ func (e *ParamError) Error() string { return fmt.Sprintf("%s %s", e.Name, e.Why)
 // appear once; anything else is refused so that one request has one meaning.
 // Unknown parameters are ignored, as HISTOR ignores them.
 func ReadUints(raw string, params ...*Uint) error {
-	for raw != "" {
-		var pair string
-		pair, raw, _ = strings.Cut(raw, "&")
-		key, val, _ := strings.Cut(pair, "=")
+	return eachPair(raw, func(key, val string) error {
 		for _, p := range params {
 			if key != p.Name {
 				continue
@@ -42,6 +39,20 @@ func ReadUints(raw string, params ...*Uint) error {
 				return &ParamError{p.Name, "must be a decimal integer without sign or leading zeros"}
 			}
 			p.Value, p.Present = n, true
+		}
+		return nil
+	})
+}
+
+// eachPair calls fn with each key=value pair of a raw query, in order, as
+// sent (not unescaped), until fn fails.
+func eachPair(raw string, fn func(key, val string) error) error {
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		key, val, _ := strings.Cut(pair, "=")
+		if err := fn(key, val); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -89,10 +100,7 @@ type String struct {
 // a form value ("+" is a space). A parameter given twice is refused, as
 // ReadUints refuses it; unknown ones are ignored.
 func ReadStrings(raw string, params ...*String) error {
-	for raw != "" {
-		var pair string
-		pair, raw, _ = strings.Cut(raw, "&")
-		key, val, _ := strings.Cut(pair, "=")
+	return eachPair(raw, func(key, val string) error {
 		for _, p := range params {
 			if key != p.Name {
 				continue
@@ -106,6 +114,6 @@ func ReadStrings(raw string, params ...*String) error {
 			}
 			p.Value, p.Present = v, true
 		}
-	}
-	return nil
+		return nil
+	})
 }
