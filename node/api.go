@@ -9,27 +9,19 @@ import (
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/internal/httpx"
-	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node/check"
+	"github.com/histor-observer/histor/node/logapi"
 	"github.com/histor-observer/histor/node/notify"
 	"github.com/histor-observer/histor/node/pkgruns"
 	"github.com/histor-observer/histor/node/receipts"
 )
 
-// Log is what the HTTP API reads. *log.Log satisfies it; the interface keeps
-// the handlers honest about being read-only.
+// Log is what the HTTP API reads: what the label log's routes read
+// (node/logapi), and whether the log stopped, for /health. *log.Log
+// satisfies it; the interface keeps the handlers honest about being
+// read-only.
 type Log interface {
-	Latest() hlog.Head
-	HeadAt(size uint64) (hlog.Head, error)
-	Size() uint64
-	EachEntry(start, end uint64, fn func(index uint64, label []byte) error) error
-	Entry(index uint64) ([]byte, error)
-	LabelIndex(id string) (uint64, error)
-	InclusionProof(index, size uint64) ([][32]byte, error)
-	ConsistencyProof(first, second uint64) ([][32]byte, error)
-	Evidence(kind, sri string) ([]byte, error)
-	HashTile(level, index uint64, width int) ([]byte, error)
-	EntryBundle(index uint64, width int) ([]byte, error)
+	logapi.Log
 	// Stopped is the error that stopped the log's appends (a failed write or
 	// sync), or nil.
 	Stopped() error
@@ -38,10 +30,6 @@ type Log interface {
 // cacheImmutable is sent with anything addressed by content or by a
 // position that can never change (labels, evidence, full tiles).
 const cacheImmutable = httpx.CacheImmutable
-
-// maxIDBytes bounds a label id or an evidence SRI in a path; real ones are
-// 45 (urn:uuid:…) and 51 (sha256-…) bytes.
-const maxIDBytes = 256
 
 // api is the http.Handler for one node. It holds no mutable state of its
 // own; its handlers are listed in routeTable.
@@ -137,11 +125,6 @@ func (a *api) serveHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeBody(w, "application/json", body)
-}
-
-// serveIssuer answers /api/v1/issuer with the document rendered at start.
-func (a *api) serveIssuer(w http.ResponseWriter, r *http.Request) {
-	writeBody(w, "application/json", a.issuer)
 }
 
 // serveMetrics answers /metrics from the node's registry.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -106,24 +105,6 @@ func TestReadHeaderTimeout(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > 3*time.Second {
 		t.Fatalf("connection held for %v with ReadHeaderTimeout 200ms", waited)
-	}
-}
-
-// TestMaxEntriesConfigured: a smaller MaxEntries is the bound served.
-func TestMaxEntriesConfigured(t *testing.T) {
-	tn := newTestNode(t, 50)
-	cfg := tn.node.cfg
-	cfg.MaxEntries = 7
-	srv := httptest.NewServer(newAPI(tn.node.Log(), tn.node.id.issuerDoc, cfg))
-	defer srv.Close()
-	small := &testNode{node: tn.node, srv: srv}
-	_, body := small.get(t, "/api/v1/log/entries?start=0&end=50")
-	if c := strings.Count(string(body), `"leaf_index"`); c != 7 {
-		t.Fatalf("%d entries with MaxEntries 7: %s", c, body)
-	}
-	_, body = small.get(t, "/api/v1/log/entries?start=45&end=50")
-	if c := strings.Count(string(body), `"leaf_index"`); c != 5 || !strings.Contains(string(body), `"leaf_index":49`) {
-		t.Fatalf("entries 45..50: %s", body)
 	}
 }
 

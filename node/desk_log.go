@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"github.com/histor-observer/histor/node/logapi"
 	"net/http"
 	"path"
 	"slices"
@@ -48,8 +49,8 @@ func (a *api) logView() (*desk.LogView, error) {
 		v.Checkpoint = string(a.fed.cosignedCheckpoint(latest))
 	}
 	v.Witness = a.witnessView([]byte(v.Checkpoint))
-	head, err := a.latestSTH()
-	if errors.Is(err, errEmptyLog) {
+	head, err := logapi.LatestSTH(a.log)
+	if errors.Is(err, logapi.ErrEmptyLog) {
 		return v, nil
 	}
 	if err != nil {

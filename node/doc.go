@@ -18,6 +18,7 @@
 //	node/catalog   the crawl's read model, in memory
 //	node/views     the view types the API, the desk and the agents share
 //	node/readapi   the reading API: servers, changes, stats, badges, feed
+//	node/logapi    the label log's routes: issuer, heads, entries, proofs, labels, evidence, tiles
 //	node/check     POST /api/v1/check
 //	node/receipts  the receipts log
 //	node/notify    security events, their feeds, webhook delivery
@@ -25,7 +26,7 @@
 //	node/peers     the peer view derived from the mirrors
 //	node/audit     auditing a log from the outside
 //
-// Still in this package, to be moved the same way: the label log's routes,
-// the desk's handlers (its rendering is node/desk), the agents (AIMarket,
-// /mcp) and the federation's glue (heads, witness, gossip).
+// Still in this package, to be moved the same way: the desk's handlers
+// (its rendering is node/desk), the agents (AIMarket, /mcp) and the
+// federation's glue (heads, witness, gossip).
 package node

@@ -2,7 +2,6 @@ package node
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/receipts"
@@ -22,21 +21,8 @@ var routeTable = []apiRoute{
 	{Pattern: "/metrics", Methods: getOnly, serve: (*api).serveMetrics, unbounded: true},
 
 	{Pattern: "/api/openapi.json", Methods: getOnly, serve: (*api).serveOpenAPI},
-	{Pattern: "/api/v1/issuer", Methods: getOnly, serve: (*api).serveIssuer},
-	{Pattern: "/api/v1/log/sth", Methods: getOnly, serve: (*api).serveLatestSTH},
-	{Pattern: "/api/v1/log/sth/{tree_size}", Methods: getOnly, serve: func(a *api, w http.ResponseWriter, r *http.Request) {
-		a.serveSTHAt(w, r, r.PathValue("tree_size"))
-	}},
-	{Pattern: "/api/v1/log/entries", Methods: getOnly, serve: (*api).serveEntries},
-	{Pattern: "/api/v1/log/proof/inclusion", Methods: getOnly, serve: (*api).serveInclusion},
-	{Pattern: "/api/v1/log/proof/consistency", Methods: getOnly, serve: (*api).serveConsistency},
-	{Pattern: "/api/v1/labels/{label_id}", Methods: getOnly, serve: serveLabelRoute},
-	{Pattern: "/api/v1/labels/{label_id}/proof", Methods: getOnly, serve: serveLabelRoute},
-	{Pattern: "/api/v1/toolsets/{digest...}", Methods: getOnly, serve: evidenceRoute("toolsets")},
-	{Pattern: "/api/v1/descriptors/{digest...}", Methods: getOnly, serve: evidenceRoute("descriptors")},
-	{Pattern: "/api/v1/pattern-sets/{digest...}", Methods: getOnly, serve: evidenceRoute("pattern-sets")},
-	{Pattern: "/api/v1/record-sets/{digest...}", Methods: getOnly, serve: evidenceRoute("record-sets")},
-	{Pattern: "/api/v1/behaviour/{digest...}", Methods: getOnly, serve: evidenceRoute("behaviour")},
+	// The label log: issuer, heads, entries, proofs, labels, evidence (node/logapi).
+	{mount: (*api).logRoutes},
 
 	// The reading API's records: servers and changes (node/readapi).
 	{mount: (*api).readRecordRoutes},
@@ -59,8 +45,8 @@ var routeTable = []apiRoute{
 	{Pattern: "/ai-market/v2/invoke", Methods: []string{http.MethodPost, http.MethodOptions}, serve: (*api).serveInvoke},
 
 	{Pattern: "/log/checkpoint", Methods: getOnly, serve: (*api).serveCosignedCheckpoint},
-	{Pattern: "/log/tile/{L}/{N...}", Methods: getOnly, serve: serveTileRoute},
-	{Pattern: "/log/tile/entries/{N...}", Methods: getOnly, serve: serveTileRoute},
+	// The label log's C2SP tiles (node/logapi).
+	{mount: (*api).tileRoutes},
 	// This node's mirrors of other observers' logs, served again as tlog-tiles.
 	{Pattern: "/api/v1/mirrors", Methods: getOnly, serve: (*api).serveMirrors},
 	{Pattern: "/mirror/{did}/checkpoint", Methods: getOnly, serve: (*api).serveMirrorPath},
@@ -87,24 +73,7 @@ var routeTable = []apiRoute{
 	{Pattern: "/static/{file}", Methods: getOnly, serve: (*api).serveStatic},
 }
 
-// serveLabelRoute hands a label path to routeLabel, which tells a label
-// from its proof and bounds the id.
-func serveLabelRoute(a *api, w http.ResponseWriter, r *http.Request) {
-	a.routeLabel(w, r, strings.TrimPrefix(r.URL.Path, "/api/v1/labels/"))
-}
-
-// serveTileRoute hands what follows /log/tile/ to the strict tile parser.
-func serveTileRoute(a *api, w http.ResponseWriter, r *http.Request) {
-	a.serveTile(w, r, strings.TrimPrefix(r.URL.Path, "/log/tile/"))
-}
-
 // withPathValue adapts a handler that takes one path variable.
 func withPathValue(name string, h func(*api, http.ResponseWriter, *http.Request, string)) func(*api, http.ResponseWriter, *http.Request) {
 	return func(a *api, w http.ResponseWriter, r *http.Request) { h(a, w, r, r.PathValue(name)) }
-}
-
-func evidenceRoute(kind string) func(*api, http.ResponseWriter, *http.Request) {
-	return func(a *api, w http.ResponseWriter, r *http.Request) {
-		a.serveEvidence(w, r, kind, r.PathValue("digest"))
-	}
 }

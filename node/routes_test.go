@@ -1,14 +1,10 @@
 package node
 
 import (
-	"bytes"
-	"compress/gzip"
 	"crypto/ed25519"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,6 +13,7 @@ import (
 
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"
+	"github.com/histor-observer/histor/node/logapi"
 )
 
 // routeSize spans two full level-0 tiles and a partial one, so every tile
@@ -63,7 +60,7 @@ func TestRoutes(t *testing.T) {
 		{"/api/v1/log/proof/consistency?first=1", 400, "application/json", ""},
 		{"/api/v1/labels/" + id0, 200, "application/vc", cacheImmutable},
 		{"/api/v1/labels/urn:uuid:nope", 404, "application/json", ""},
-		{"/api/v1/labels/" + strings.Repeat("a", maxIDBytes+1), 400, "application/json", ""},
+		{"/api/v1/labels/" + strings.Repeat("a", logapi.MaxIDBytes+1), 400, "application/json", ""},
 		{"/api/v1/labels/", 404, "application/json", ""},
 		{"/api/v1/labels/" + id0 + "/other", 404, "application/json", ""},
 		{"/api/v1/labels/" + id0 + "/proof", 200, "application/json", ""},
@@ -214,123 +211,15 @@ func TestHealthAndHeads(t *testing.T) {
 	}
 }
 
-func TestEntries(t *testing.T) {
-	tn := newTestNode(t, 1234)
-	cases := []struct {
-		query       string
-		start, want int
-	}{
-		{"", 0, 100},                        // HISTOR's default span
-		{"?start=10&end=15", 10, 5},         // exactly the range
-		{"?start=0&end=5000", 0, 1000},      // never more than 1000
-		{"?start=1000&end=2000", 1000, 234}, // clipped to the log
-		{"?start=1233", 1233, 1},
-		{"?start=1234", 1234, 0},
-		{"?start=99999999", 99999999, 0},
-		{"?start=7&end=7", 7, 0},
-		{"?start=18446744073709551615", 0, 0},
-	}
-	for _, c := range cases {
-		_, body := tn.get(t, "/api/v1/log/entries"+c.query)
-		var got struct {
-			Start   uint64         `json:"start"`
-			Entries []entrySummary `json:"entries"`
-		}
-		if err := json.Unmarshal(body, &got); err != nil {
-			t.Fatalf("%s: %v", c.query, err)
-		}
-		if len(got.Entries) != c.want {
-			t.Errorf("%s: %d entries, want %d", c.query, len(got.Entries), c.want)
-		}
-		for i, e := range got.Entries {
-			idx := int(got.Start) + i
-			if e.LeafIndex != uint64(idx) || e.ID != labelID(idx) || e.Verdict != "pass" || e.MethodShort == "" ||
-				e.IssuedAt != "2026-09-23T09:00:00Z" || e.Digest != sriOf(tn.labels[idx]) {
-				t.Fatalf("%s: entry %d = %+v", c.query, i, e)
-			}
-		}
-	}
-}
-
-func TestLabelAndEvidenceBytes(t *testing.T) {
-	tn := newTestNode(t, 5)
-	for i, want := range tn.labels {
-		_, body := tn.get(t, "/api/v1/labels/"+labelID(i))
-		if !bytes.Equal(body, want) {
-			t.Fatalf("label %d: got %q", i, body)
-		}
-	}
-	_, body := tn.get(t, "/api/v1/toolsets/"+tn.sri)
-	if !bytes.Equal(body, tn.evidence) {
-		t.Fatalf("evidence: %q", body)
-	}
-}
-
-func TestEntryBundleGzip(t *testing.T) {
-	tn := newTestNode(t, 300)
-	req, _ := http.NewRequest("GET", tn.srv.URL+"/log/tile/entries/000", nil)
-	req.Header.Set("Accept-Encoding", "gzip") // set by hand, so the client does not decode it
-	resp, err := tn.srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.Header.Get("Content-Encoding") != "gzip" || !strings.Contains(resp.Header.Get("Vary"), "Accept-Encoding") {
-		t.Fatalf("headers %v", resp.Header)
-	}
-	zr, err := gzip.NewReader(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bundle, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries := splitBundle(t, bundle)
-	if len(entries) != 256 || !bytes.Equal(entries[255], tn.labels[255]) {
-		t.Fatalf("bundle: %d entries", len(entries))
-	}
-}
-
-// splitBundle splits a C2SP entry bundle into its uint16-length-prefixed entries.
-func splitBundle(t testing.TB, b []byte) [][]byte {
-	t.Helper()
-	var out [][]byte
-	for len(b) > 0 {
-		if len(b) < 2 {
-			t.Fatalf("bundle: trailing byte")
-		}
-		n := int(binary.BigEndian.Uint16(b))
-		if len(b) < 2+n {
-			t.Fatalf("bundle: entry of %d bytes runs past the end", n)
-		}
-		out, b = append(out, b[2:2+n]), b[2+n:]
-	}
-	return out
-}
-
-// TestHeadsOfAnEmptyLog: HISTOR signs no head over an empty tree, so both
-// JSON head routes answer 404 until the first label, while the C2SP
-// checkpoint of size 0 is served for witnesses; a head at size 0 is never
-// served, also once the log has grown.
-func TestHeadsOfAnEmptyLog(t *testing.T) {
+// TestCheckpointOfAnEmptyLog: the C2SP checkpoint of size 0 is served for
+// witnesses before the first label, while the JSON heads answer 404
+// (node/logapi).
+func TestCheckpointOfAnEmptyLog(t *testing.T) {
 	tn := newTestNode(t, 0)
-	for _, path := range []string{"/api/v1/log/sth", "/api/v1/log/sth/0", "/api/v1/log/sth/1"} {
-		resp, body := tn.get(t, path)
-		var d struct{ Detail string }
-		if err := json.Unmarshal(body, &d); err != nil || resp.StatusCode != http.StatusNotFound || d.Detail != "the log is empty" {
-			t.Errorf("%s of an empty log: %d %s (%v)", path, resp.StatusCode, body, err)
-		}
-	}
 	if resp, body := tn.get(t, "/log/checkpoint"); resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "\n0\n") {
 		t.Errorf("checkpoint of an empty log: %d %q", resp.StatusCode, body)
 	}
-	tn.appendLabels(t, 1)
-	if resp, _ := tn.get(t, "/api/v1/log/sth"); resp.StatusCode != http.StatusOK {
-		t.Errorf("head after the first label: %d", resp.StatusCode)
-	}
-	resp, body := tn.get(t, "/api/v1/log/sth/0")
-	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "no signed tree head at that size") {
-		t.Errorf("head at size 0 of a grown log: %d %s", resp.StatusCode, body)
+	if resp, _ := tn.get(t, "/api/v1/log/sth"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("head of an empty log: %d", resp.StatusCode)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/node/catalog"
-	"github.com/histor-observer/histor/node/views"
 )
 
 // ReadAPI is what the reading API serves from: /api/v1/servers, changes,
@@ -56,20 +55,3 @@ func (a *api) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 }
 
 func encodeJSON(v any) ([]byte, error) { return canon.MarshalPlain(v) }
-
-// fillTargets sets each log entry's target_id from the crawl state, when
-// the node has one.
-func (a *api) fillTargets(rows []entrySummary) error {
-	rd := a.read.Load()
-	if rd == nil {
-		return nil
-	}
-	for i := range rows {
-		id, err := rd.Catalog.LabelTarget(rows[i].ID)
-		if err != nil {
-			return err
-		}
-		rows[i].TargetID = views.NullString(id)
-	}
-	return nil
-}

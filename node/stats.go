@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/hex"
 	"errors"
+	"github.com/histor-observer/histor/node/logapi"
 
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/views"
@@ -11,9 +12,9 @@ import (
 // logStats describes the head /api/v1/log/sth serves, so the two agree on
 // sthTimestamp.
 func (a *api) logStats() views.LogStats {
-	h, err := a.latestSTH()
+	h, err := logapi.LatestSTH(a.log)
 	switch {
-	case errors.Is(err, errEmptyLog):
+	case errors.Is(err, logapi.ErrEmptyLog):
 		return views.LogStats{}
 	case err != nil:
 		a.logger.Error("reading head for stats", "err", err)

@@ -3,7 +3,7 @@ package node
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/hex"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,15 +13,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/transparency-dev/merkle/proof"
-	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
 // This file checks what we serve with code that is not ours: golang.org/x/mod
-// sumdb (note, tlog) reads the checkpoint and tiles, transparency-dev/merkle
-// checks the JSON proofs.
+// sumdb (note, tlog) reads the checkpoint and tiles (node/logapi checks the
+// JSON proofs with transparency-dev/merkle).
 
 // c2spTileReader is a tlog.TileReader fetching C2SP tile paths over HTTP.
 // sumdb lays its tiles out differently (tile/8/L/N), so the path is mapped
@@ -84,15 +82,6 @@ func c2spIndex(n int64) string {
 		s = fmt.Sprintf("x%03d/", n%1000) + s
 	}
 	return s
-}
-
-func TestC2SPIndexMatchesParser(t *testing.T) {
-	for _, n := range []int64{0, 7, 999, 1000, 1234067, 1 << 40} {
-		got, err := parseTileIndex(c2spIndex(n))
-		if err != nil || got != uint64(n) {
-			t.Errorf("%d -> %q -> %d, %v", n, c2spIndex(n), got, err)
-		}
-	}
 }
 
 // openCheckpoint verifies the served checkpoint with the issuer's vkey and
@@ -202,62 +191,6 @@ func sampleIndexes(n, k int) []int64 {
 	return out
 }
 
-// TestJSONProofsVerify checks the /api/v1 proofs with transparency-dev/merkle
-// against roots taken from signed heads.
-func TestJSONProofsVerify(t *testing.T) {
-	tn := newTestNode(t, 700)
-	small := rootFromSTH(t, tn, "/api/v1/log/sth/700")
-	tn.appendLabels(t, 300)
-	big := rootFromSTH(t, tn, "/api/v1/log/sth")
-	h := rfc6962.DefaultHasher
-	for _, i := range sampleIndexes(1000, 30) {
-		var got struct {
-			LeafIndex uint64   `json:"leafIndex"`
-			TreeSize  uint64   `json:"treeSize"`
-			Proof     []string `json:"proof"`
-		}
-		getJSON(t, tn, fmt.Sprintf("/api/v1/log/proof/inclusion?leaf_index=%d&tree_size=1000", i), &got)
-		if err := proof.VerifyInclusion(h, uint64(i), 1000, h.HashLeaf(tn.labels[i]), decodeHex(t, got.Proof), big); err != nil {
-			t.Fatalf("inclusion %d: %v", i, err)
-		}
-	}
-	var c struct {
-		Proof []string `json:"proof"`
-	}
-	getJSON(t, tn, "/api/v1/log/proof/consistency?first=700&second=1000", &c)
-	if err := proof.VerifyConsistency(h, 700, 1000, decodeHex(t, c.Proof), small, big); err != nil {
-		t.Fatalf("consistency: %v", err)
-	}
-	var lp struct {
-		LabelID        string          `json:"labelId"`
-		LeafIndex      uint64          `json:"leafIndex"`
-		LeafInput      string          `json:"leafInput"`
-		STH            json.RawMessage `json:"sth"`
-		InclusionProof []string        `json:"inclusionProof"`
-	}
-	getJSON(t, tn, "/api/v1/labels/"+labelID(650)+"/proof?tree_size=700", &lp)
-	if lp.LabelID != labelID(650) || lp.LeafIndex != 650 || lp.LeafInput != "JCS(label document)" {
-		t.Fatalf("label proof %+v", lp)
-	}
-	if err := proof.VerifyInclusion(h, 650, 700, h.HashLeaf(tn.labels[650]), decodeHex(t, lp.InclusionProof), small); err != nil {
-		t.Fatalf("label proof: %v", err)
-	}
-}
-
-func rootFromSTH(t *testing.T, tn *testNode, path string) []byte {
-	t.Helper()
-	var sth struct {
-		Type     string `json:"type"`
-		RootHash string `json:"rootHash"`
-	}
-	getJSON(t, tn, path, &sth)
-	root, err := hex.DecodeString(sth.RootHash)
-	if err != nil || len(root) != 32 || sth.Type != "histor.sth/v1" {
-		t.Fatalf("%s: %+v", path, sth)
-	}
-	return root
-}
-
 func getJSON(t *testing.T, tn *testNode, path string, v any) {
 	t.Helper()
 	resp, body := tn.get(t, path)
@@ -269,15 +202,19 @@ func getJSON(t *testing.T, tn *testNode, path string, v any) {
 	}
 }
 
-func decodeHex(t *testing.T, hs []string) [][]byte {
+// splitBundle splits a C2SP entry bundle into its uint16-length-prefixed entries.
+func splitBundle(t testing.TB, b []byte) [][]byte {
 	t.Helper()
-	out := make([][]byte, len(hs))
-	for i, s := range hs {
-		b, err := hex.DecodeString(s)
-		if err != nil || len(b) != 32 || hex.EncodeToString(b) != s {
-			t.Fatalf("proof hash %q is not 64 lowercase hex digits", s)
+	var out [][]byte
+	for len(b) > 0 {
+		if len(b) < 2 {
+			t.Fatalf("bundle: trailing byte")
 		}
-		out[i] = b
+		n := int(binary.BigEndian.Uint16(b))
+		if len(b) < 2+n {
+			t.Fatalf("bundle: entry of %d bytes runs past the end", n)
+		}
+		out, b = append(out, b[2:2+n]), b[2+n:]
 	}
 	return out
 }

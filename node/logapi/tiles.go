@@ -1,4 +1,4 @@
-package node
+package logapi
 
 import (
 	"compress/gzip"
@@ -105,30 +105,30 @@ func threeDigits(s string) (uint64, bool) {
 }
 
 // serveTile answers /log/tile/... with a hash tile or an entry bundle.
-func (a *api) serveTile(w http.ResponseWriter, r *http.Request, rest string) {
+func (m Mount) serveTile(w http.ResponseWriter, r *http.Request, rest string) {
 	t, err := parseTilePath(rest)
 	if err != nil {
-		a.fail(w, http.StatusBadRequest, err.Error())
+		fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	var body []byte
 	if t.entries {
-		body, err = a.log.EntryBundle(t.index, t.width)
+		body, err = m.Log.EntryBundle(t.index, t.width)
 	} else {
-		body, err = a.log.HashTile(t.level, t.index, t.width)
+		body, err = m.Log.HashTile(t.level, t.index, t.width)
 	}
 	if errors.Is(err, hlog.ErrNotFound) {
-		a.fail(w, http.StatusNotFound, "no such tile")
+		fail(w, http.StatusNotFound, "no such tile")
 		return
 	}
 	if err != nil {
-		a.internal(w, r, "reading tile", err)
+		m.internal(w, r, "reading tile", err)
 		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	if t.width == fullTileWidth {
-		h.Set("Cache-Control", cacheImmutable)
+		h.Set("Cache-Control", httpx.CacheImmutable)
 	} else {
 		// A partial tile never changes either, but it is superseded by the
 		// full tile and may be dropped; keep it out of caches for long.
@@ -175,14 +175,4 @@ func writeGzip(w http.ResponseWriter, body []byte) {
 	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // error only for a bad level
 	zw.Write(body)
 	zw.Close()
-}
-
-// serveCheckpoint answers /log/checkpoint with the latest C2SP checkpoint.
-func (a *api) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
-	head := a.log.Latest()
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	// Mutable: the spec asks that caches keep it no more than a few seconds.
-	h.Set("Cache-Control", "no-cache")
-	w.Write(head.Checkpoint)
 }

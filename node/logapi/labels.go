@@ -1,4 +1,4 @@
-package node
+package logapi
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/internal/proofs"
@@ -19,91 +20,91 @@ const vcMediaType = "application/vc"
 
 // routeLabel handles /api/v1/labels/<id> and /api/v1/labels/<id>/proof.
 // Label ids are URNs and never hold "/".
-func (a *api) routeLabel(w http.ResponseWriter, r *http.Request, p string) {
+func (m Mount) routeLabel(w http.ResponseWriter, r *http.Request, p string) {
 	id, rest, hasRest := strings.Cut(p, "/")
 	switch {
 	case id == "" || (hasRest && rest != "proof"):
-		a.fail(w, http.StatusNotFound, "not found")
-	case len(id) > maxIDBytes:
-		a.fail(w, http.StatusBadRequest, "label id too long")
+		fail(w, http.StatusNotFound, "not found")
+	case len(id) > MaxIDBytes:
+		fail(w, http.StatusBadRequest, "label id too long")
 	case hasRest:
-		a.serveLabelProof(w, r, id)
+		m.serveLabelProof(w, r, id)
 	default:
-		a.serveLabel(w, r, id)
+		m.serveLabel(w, r, id)
 	}
 }
 
 // lookupLabel finds a label's leaf index, answering 404 itself if unknown.
-func (a *api) lookupLabel(w http.ResponseWriter, r *http.Request, id string) (uint64, bool) {
-	index, err := a.log.LabelIndex(id)
+func (m Mount) lookupLabel(w http.ResponseWriter, r *http.Request, id string) (uint64, bool) {
+	index, err := m.Log.LabelIndex(id)
 	if errors.Is(err, hlog.ErrNotFound) {
-		a.fail(w, http.StatusNotFound, "unknown label")
+		fail(w, http.StatusNotFound, "unknown label")
 		return 0, false
 	}
 	if err != nil {
-		a.internal(w, r, "looking up label", err)
+		m.internal(w, r, "looking up label", err)
 		return 0, false
 	}
 	return index, true
 }
 
-func (a *api) serveLabel(w http.ResponseWriter, r *http.Request, id string) {
-	index, ok := a.lookupLabel(w, r, id)
+func (m Mount) serveLabel(w http.ResponseWriter, r *http.Request, id string) {
+	index, ok := m.lookupLabel(w, r, id)
 	if !ok {
 		return
 	}
-	body, err := a.log.Entry(index)
+	body, err := m.Log.Entry(index)
 	if err != nil {
-		a.internal(w, r, "reading label", err)
+		m.internal(w, r, "reading label", err)
 		return
 	}
-	w.Header().Set("Cache-Control", cacheImmutable)
-	writeBody(w, vcMediaType, body)
+	w.Header().Set("Cache-Control", httpx.CacheImmutable)
+	httpx.WriteBody(w, vcMediaType, body)
 }
 
 // serveLabelProof answers /api/v1/labels/<id>/proof?tree_size=: the leaf
 // index, the head (latest, or the one signed at tree_size) and the inclusion
 // proof under it. As in HISTOR, 409 when no head covers the label.
-func (a *api) serveLabelProof(w http.ResponseWriter, r *http.Request, id string) {
+func (m Mount) serveLabelProof(w http.ResponseWriter, r *http.Request, id string) {
 	size := httpx.Uint{Name: "tree_size"}
 	if err := httpx.ReadUints(r.URL.RawQuery, &size); err != nil {
-		a.fail(w, http.StatusBadRequest, err.Error())
+		fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if size.Present && size.Value < 1 {
-		a.fail(w, http.StatusBadRequest, "tree_size must be at least 1")
+		fail(w, http.StatusBadRequest, "tree_size must be at least 1")
 		return
 	}
-	index, ok := a.lookupLabel(w, r, id)
+	index, ok := m.lookupLabel(w, r, id)
 	if !ok {
 		return
 	}
-	head, err := a.headFor(size)
+	head, err := m.headFor(size)
 	if err != nil && !errors.Is(err, hlog.ErrNotFound) {
-		a.internal(w, r, "reading head", err)
+		m.internal(w, r, "reading head", err)
 		return
 	}
 	if err != nil || head.Size <= index {
-		a.fail(w, http.StatusConflict, "no signed tree head covers this label yet")
+		fail(w, http.StatusConflict, "no signed tree head covers this label yet")
 		return
 	}
-	proof, err := a.log.InclusionProof(index, head.Size)
+	proof, err := m.Log.InclusionProof(index, head.Size)
 	if err != nil {
-		a.proofFailed(w, r, err)
+		m.proofFailed(w, r, err)
 		return
 	}
-	a.writeLabelProof(w, id, index, head, proof)
+	m.writeLabelProof(w, id, index, head, proof)
 }
 
-func (a *api) headFor(size httpx.Uint) (hlog.Head, error) {
+func (m Mount) headFor(size httpx.Uint) (hlog.Head, error) {
 	if size.Present {
-		return a.log.HeadAt(size.Value)
+		return m.Log.HeadAt(size.Value)
 	}
 	// The head /api/v1/log/sth serves: the first signed at the latest size.
-	return a.log.HeadAt(a.log.Size())
+	return m.Log.HeadAt(m.Log.Size())
 }
 
-func (a *api) writeLabelProof(w http.ResponseWriter, id string, index uint64, head hlog.Head, proof [][32]byte) {
+func (m Mount) writeLabelProof(w http.ResponseWriter, id string, index uint64, head hlog.Head, proof [][32]byte) {
 	quoted, _ := json.Marshal(id) // a string always marshals
 	b := getBuf()
 	defer putBuf(b)
@@ -116,26 +117,26 @@ func (a *api) writeLabelProof(w http.ResponseWriter, id string, index uint64, he
 	*b = append(*b, `,"inclusionProof":`...)
 	*b = proofs.AppendHexList(*b, proof)
 	*b = append(*b, '}')
-	writeBody(w, "application/json", *b)
+	httpx.WriteBody(w, "application/json", *b)
 }
 
 // serveEvidence answers /api/v1/<kind>/<sri> with the stored JCS bytes.
-func (a *api) serveEvidence(w http.ResponseWriter, r *http.Request, kind, sri string) {
+func (m Mount) serveEvidence(w http.ResponseWriter, r *http.Request, kind, sri string) {
 	if !mtl.ValidSRI(sri) {
-		a.fail(w, http.StatusBadRequest, "digest must be sha256-<base64 of 32 bytes>")
+		fail(w, http.StatusBadRequest, "digest must be sha256-<base64 of 32 bytes>")
 		return
 	}
-	body, err := a.log.Evidence(kind, sri)
+	body, err := m.Log.Evidence(kind, sri)
 	if errors.Is(err, hlog.ErrNotFound) {
-		a.fail(w, http.StatusNotFound, "unknown "+strings.TrimSuffix(kind, "s"))
+		fail(w, http.StatusNotFound, "unknown "+strings.TrimSuffix(kind, "s"))
 		return
 	}
 	if err != nil {
-		a.internal(w, r, "reading evidence", err)
+		m.internal(w, r, "reading evidence", err)
 		return
 	}
-	w.Header().Set("Cache-Control", cacheImmutable)
-	writeBody(w, "application/json", body)
+	w.Header().Set("Cache-Control", httpx.CacheImmutable)
+	httpx.WriteBody(w, "application/json", body)
 }
 
 // entrySummary is one row of /api/v1/log/entries, HISTOR's member names.
@@ -163,31 +164,31 @@ type labelFields struct {
 }
 
 // serveEntries answers /api/v1/log/entries?start=&end=: leaves [start, end)
-// in order, at most maxEntries, clipped to the log as HISTOR clips them.
-func (a *api) serveEntries(w http.ResponseWriter, r *http.Request) {
+// in order, at most MaxEntries, clipped to the log as HISTOR clips them.
+func (m Mount) serveEntries(w http.ResponseWriter, r *http.Request) {
 	start, end := httpx.Uint{Name: "start"}, httpx.Uint{Name: "end"}
 	if err := httpx.ReadUints(r.URL.RawQuery, &start, &end); err != nil {
-		a.fail(w, http.StatusBadRequest, err.Error())
+		fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if end.Present && end.Value < start.Value {
-		a.fail(w, http.StatusBadRequest, "end must not be below start")
+		fail(w, http.StatusBadRequest, "end must not be below start")
 		return
 	}
-	stop := a.entriesStop(start.Value, end)
+	stop := m.entriesStop(start.Value, end)
 	rows := make([]entrySummary, 0, stop-start.Value)
 	if start.Value < stop {
-		err := a.log.EachEntry(start.Value, stop, func(i uint64, label []byte) error {
+		err := m.Log.EachEntry(start.Value, stop, func(i uint64, label []byte) error {
 			rows = append(rows, summarize(i, label))
 			return nil
 		})
 		if err != nil {
-			a.internal(w, r, "reading entries", err)
+			m.internal(w, r, "reading entries", err)
 			return
 		}
 	}
-	if err := a.fillTargets(rows); err != nil {
-		a.internal(w, r, "reading entry targets", err)
+	if err := m.fillTargets(rows); err != nil {
+		m.internal(w, r, "reading entry targets", err)
 		return
 	}
 	body, err := json.Marshal(struct {
@@ -195,20 +196,20 @@ func (a *api) serveEntries(w http.ResponseWriter, r *http.Request) {
 		Entries []entrySummary `json:"entries"`
 	}{start.Value, rows})
 	if err != nil {
-		a.internal(w, r, "encoding entries", err)
+		m.internal(w, r, "encoding entries", err)
 		return
 	}
-	writeBody(w, "application/json", body)
+	httpx.WriteBody(w, "application/json", body)
 }
 
 // entriesStop is the exclusive end actually served: the asked end (or
-// start+100), never more than maxEntries past start, never past the log.
-func (a *api) entriesStop(start uint64, end httpx.Uint) uint64 {
-	size := a.log.Size()
+// start+100), never more than MaxEntries past start, never past the log.
+func (m Mount) entriesStop(start uint64, end httpx.Uint) uint64 {
+	size := m.Log.Size()
 	if start >= size {
 		return start
 	}
-	stop := min(size, start+a.maxEntries)
+	stop := min(size, start+m.MaxEntries)
 	if !end.Present {
 		end.Value = start + defaultEntriesSpan
 	}
@@ -228,5 +229,33 @@ func summarize(index uint64, label []byte) entrySummary {
 		Verdict:     f.CredentialSubject.Verdict,
 		IssuedAt:    f.ValidFrom,
 		MethodShort: views.ShortMethod(f.CredentialSubject.Method.ID),
+	}
+}
+
+// fillTargets sets each row's target_id from the crawl state, when there
+// is one.
+func (m Mount) fillTargets(rows []entrySummary) error {
+	t := m.targets()
+	if t == nil {
+		return nil
+	}
+	for i := range rows {
+		id, err := t.LabelTarget(rows[i].ID)
+		if err != nil {
+			return err
+		}
+		rows[i].TargetID = views.NullString(id)
+	}
+	return nil
+}
+
+// bufPool recycles response buffers for the label proofs.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+func getBuf() *[]byte { b := bufPool.Get().(*[]byte); *b = (*b)[:0]; return b }
+
+func putBuf(b *[]byte) {
+	if cap(*b) <= 64<<10 { // don't keep the occasional huge buffer alive
+		bufPool.Put(b)
 	}
 }
