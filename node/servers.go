@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/internal/httpx"
-	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/views"
 )
@@ -54,8 +53,6 @@ func (a *api) setReadAPI(r *ReadAPI) { a.read.Store(r) }
 func (a *api) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 	httpx.WriteJSON(w, r, a.logger, v)
 }
-
-func encodeJSON(v any) ([]byte, error) { return canon.MarshalPlain(v) }
 
 // fillTargets sets each log entry's target_id from the crawl state, when
 // the node has one.
