@@ -8,12 +8,13 @@ import (
 	"github.com/histor-observer/histor/node/mcpface"
 )
 
-// The agents' faces: the AIMarket peer (node/aimarket) and the MCP face at
-// /mcp (node/mcpface). Both answer through the checker and the views; here
-// is what they read of the node.
+// The node's faces for programs: the AIMarket peer (node/aimarket) and the
+// MCP face at /mcp (node/mcpface). Both answer through the checker and the
+// views; here is what they read of the node.
 
 // newAIMarketPeer makes the AIMarket peer with the node's AIMarket key; its
-// server and changes invokes share /check's per-minute limit and bound.
+// server and changes invokes are limited at /check's rate
+// (ChecksPerMinute, MaxCheckClients), by a limiter of their own.
 func newAIMarketPeer(cfg Config, key ed25519.PrivateKey, did string) (*aimarket.Peer, error) {
 	return aimarket.New(aimarket.Config{
 		Key: key, DID: did, PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies,
