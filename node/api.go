@@ -9,8 +9,10 @@ import (
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/node/aimarket"
 	"github.com/histor-observer/histor/node/check"
 	"github.com/histor-observer/histor/node/logapi"
+	"github.com/histor-observer/histor/node/mcpface"
 	"github.com/histor-observer/histor/node/notify"
 	"github.com/histor-observer/histor/node/pkgruns"
 	"github.com/histor-observer/histor/node/receipts"
@@ -51,10 +53,10 @@ type api struct {
 	check    *check.Checker          // POST /api/v1/check; nil answers 503
 	fed      *federation             // witness, cosigned checkpoint, evidence; nil without one
 	events   *notify.Part            // /api/v1/security-events, /security-feed.xml; nil: 503
-	mcp      http.Handler            // the MCP face at /mcp; nil: 503
+	mcp      *mcpface.Face           // the MCP face at /mcp; nil: 503
 	webhooks *notify.Webhooks        // the operator's delivery log; nil without subscriptions
 	receipts *receipts.Log           // the receipts log; nil answers 404
-	agent    *aimarketPeer           // the AIMarket peer routes; nil answers 503
+	agent    *aimarket.Peer          // the AIMarket peer routes; nil answers 503
 	packages *pkgruns.View           // the sandbox's runs: census, package member; nil without crawl state
 }
 

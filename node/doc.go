@@ -22,11 +22,13 @@
 //	node/check     POST /api/v1/check
 //	node/receipts  the receipts log
 //	node/notify    security events, their feeds, webhook delivery
+//	node/aimarket  the AIMarket peer: .well-known, manifest, search, invoke
+//	node/mcpface   the MCP face at /mcp
 //	node/mirror    verified mirrors of the peers' logs
 //	node/peers     the peer view derived from the mirrors
 //	node/audit     auditing a log from the outside
 //
 // Still in this package, to be moved the same way: the desk's handlers
-// (its rendering is node/desk), the agents (AIMarket, /mcp) and the
-// federation's glue (heads, witness, gossip).
+// (its rendering is node/desk) and the federation's glue (heads, witness,
+// gossip).
 package node

@@ -329,6 +329,6 @@ type identity struct {
 	witnessVkey string
 	issuerDoc   []byte // the /api/v1/issuer answer, rendered by Open
 	// aimarketKey signs the AIMarket peer's documents, answers and receipts
-	// (aimarket.go); not the log key, as HISTOR keeps the two apart.
+	// (node/aimarket); not the log key, as HISTOR keeps the two apart.
 	aimarketKey ed25519.PrivateKey
 }

@@ -3,39 +3,13 @@ package node
 import (
 	"fmt"
 	"net"
-	"net/netip"
 
-	"github.com/histor-observer/histor/crawl/registry"
-	"github.com/histor-observer/histor/log/mtl"
+	"github.com/histor-observer/histor/node/mcpface"
 )
-
-// ownFaceTarget is the node's own MCP face as a crawl target: served on
-// addr (an unspecified address is reached over loopback), named in
-// histor's own registry namespace after the log's origin.
-func ownFaceTarget(origin string, addr net.Addr) (registry.Target, error) {
-	ap, err := netip.ParseAddrPort(addr.String())
-	if err != nil {
-		return registry.Target{}, fmt.Errorf("own face on %s: %w", addr, err)
-	}
-	ip := ap.Addr().Unmap()
-	if ip.IsUnspecified() {
-		ip = netip.MustParseAddr("127.0.0.1")
-		if ap.Addr().Is6() && !ap.Addr().Is4In6() {
-			ip = netip.IPv6Loopback()
-		}
-	}
-	endpoint := "http://" + netip.AddrPortFrom(ip, ap.Port()).String() + "/mcp"
-	name := "histor.self/" + origin
-	return registry.Target{
-		ID: mtl.ServerID(name, endpoint), Name: name, Title: "This observer's own MCP face",
-		Endpoint: endpoint, Transport: registry.TransportStreamable,
-		RegistryStatus: registry.StatusActive, Registry: registry.CuratedRegistry,
-	}, nil
-}
 
 // observeOwnFace makes the crawler observe the face served on addr.
 func (n *Node) observeOwnFace(addr net.Addr) error {
-	t, err := ownFaceTarget(n.cfg.LogOrigin, addr)
+	t, err := mcpface.Target(n.cfg.LogOrigin, addr)
 	if err != nil {
 		return err
 	}

@@ -123,7 +123,7 @@ func (n *Node) openReceipts(ctx context.Context) error {
 		Issuers:        n.cfg.ReceiptIssuers,
 		TrustedProxies: n.cfg.TrustedProxies,
 		MaxClients:     n.cfg.MaxCheckClients,
-		MaxBodyBytes:   check.MaxBodyBytes,
+		MaxBodyBytes:   receipts.DefaultMaxBodyBytes,
 		Now:            n.cfg.Now,
 		Logger:         n.cfg.Logger,
 		Registerer:     n.cfg.Registry,

@@ -17,7 +17,6 @@ import (
 
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/receipt"
-	"github.com/histor-observer/histor/node/check"
 	"github.com/histor-observer/histor/node/receipts"
 )
 
@@ -158,7 +157,7 @@ func TestReceiptsPart(t *testing.T) {
 	if status, _, body := rn.do(http.MethodGet, "/api/v1/receipts/proof/consistency?first=1&second=3", nil); status != 200 || !strings.HasPrefix(string(body), `{"first":1,"second":3,"proof":["`) {
 		t.Fatalf("consistency: %d %s", status, body)
 	}
-	tooLarge := bytes.Repeat([]byte(" "), check.MaxBodyBytes+1)
+	tooLarge := bytes.Repeat([]byte(" "), receipts.DefaultMaxBodyBytes+1)
 	if status, _, body := rn.do(http.MethodPost, "/api/v1/receipts/anchors", tooLarge); status != 413 || string(body) != `{"detail":"body larger than 2097152 bytes"}` {
 		t.Errorf("too large: %d %s", status, body)
 	}

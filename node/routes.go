@@ -35,14 +35,12 @@ var routeTable = []apiRoute{
 	{Pattern: "/api/v1/admin/crawl", Methods: []string{http.MethodPost}, serve: (*api).serveAdminCrawl},
 	// The notifications part: security events, their feed and the webhook log (node/notify).
 	{mount: (*api).notifyRoutes},
-	{Pattern: "/mcp", Methods: []string{http.MethodPost, http.MethodGet, http.MethodDelete}, serve: (*api).serveMCP},
+	// The MCP face (node/mcpface).
+	{mount: (*api).mcpRoutes},
 
-	// The receipts log (node/receipts) and the AIMarket peer (aimarket.go).
+	// The receipts log (node/receipts) and the AIMarket peer (node/aimarket).
 	{mount: func(a *api) []Route { return receipts.Routes(a.receipts) }},
-	{Pattern: "/.well-known/ai-market.json", Methods: getOnly, serve: (*api).serveWellKnown},
-	{Pattern: "/ai-market/v2/manifest", Methods: getOnly, serve: (*api).serveManifest},
-	{Pattern: "/ai-market/v2/search", Methods: getOnly, serve: (*api).serveAIMarketSearch},
-	{Pattern: "/ai-market/v2/invoke", Methods: []string{http.MethodPost, http.MethodOptions}, serve: (*api).serveInvoke},
+	{mount: (*api).aimarketRoutes},
 
 	{Pattern: "/log/checkpoint", Methods: getOnly, serve: (*api).serveCosignedCheckpoint},
 	// The label log's C2SP tiles (node/logapi).

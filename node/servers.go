@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/internal/httpx"
-	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/node/catalog"
 )
 
@@ -54,4 +53,3 @@ func (a *api) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 	httpx.WriteJSON(w, r, a.logger, v)
 }
 
-func encodeJSON(v any) ([]byte, error) { return canon.MarshalPlain(v) }

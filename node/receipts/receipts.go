@@ -34,6 +34,10 @@ const (
 	MaxAnchorBatch = 100
 	// AnchorSubmitsPerMinute is how often one client address may submit.
 	AnchorSubmitsPerMinute = 120
+	// DefaultMaxBodyBytes is the bound the node sets on a submission's
+	// body (Config.MaxBodyBytes): HISTOR's read_json bound, 2 MiB. It is
+	// the receipts log's own, not /check's, though the two are equal.
+	DefaultMaxBodyBytes = 2 << 20
 	// cacheBytes is the receipts log's Pebble cache: its reads are few
 	// beside the label log's.
 	cacheBytes = 8 << 20

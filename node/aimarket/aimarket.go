@@ -1,4 +1,13 @@
-package node
+// Package aimarket is the node's AIMarket peer: HISTOR's
+// /.well-known/ai-market.json, manifest, search and invoke, with its three
+// free capabilities answered by the same code as /api/v1/check,
+// /api/v1/servers and /api/v1/changes (the checker of node/check and the
+// views of node/views). Every document is signed with the node's AIMarket
+// key over the strings an AIMarket hub computes (package receipt), so the
+// bodies are written with receipt.PyJSON: a price of 0 must read 0.0, as
+// Python reads it. It holds the peer's keys and its invoke limiter, and
+// reads the node only through Mount.
+package aimarket
 
 import (
 	"bytes"
@@ -17,33 +26,32 @@ import (
 	"github.com/histor-observer/histor/node/ratelimit"
 )
 
-// The AIMarket peer: HISTOR's /.well-known/ai-market.json, manifest,
-// search and invoke, with its three free capabilities answered by the same
-// code as /api/v1/check, /api/v1/servers/<id> and /api/v1/changes. Every
-// document is signed with the node's AIMarket key over the strings an
-// AIMarket hub computes (package receipt), so the bodies are written with
-// receipt.PyJSON: a price of 0 must read 0.0, as Python reads it.
+// MaxInvokeBytes bounds an invoke's body, as HISTOR's read_json does
+// (2 MiB); a larger one is answered 413. It is the peer's own bound: the
+// histor.check@v1 input inside the body is held to check.MaxBodyBytes
+// again by the checker's parser.
+const MaxInvokeBytes = 2 << 20
 
 const (
-	aimarketProduct  = "histor"
-	aimarketProtocol = "aimarket/2"
-	aimarketName     = "histor"
-	aimarketCategory = "mcp-security"
+	product  = "histor"
+	protocol = "aimarket/2"
+	peerName = "histor"
+	category = "mcp-security"
 	// Bounds of the capabilities, HISTOR's.
 	maxServerMatches     = 10
 	defaultChangesInvoke = 20
 	maxChangesInvoke     = 50
 	maxChangeItems       = 20
-	cacheAIMarketDoc     = "public, max-age=300"
+	cacheDoc             = "public, max-age=300"
 	// receiptTimeLayout is a receipt's timestamp, HISTOR's: UTC, whole
 	// seconds, as /check writes its times.
 	receiptTimeLayout = "2006-01-02T15:04:05Z"
 )
 
-// aimarketCaps are the capabilities in HISTOR's order: a hub's admission
+// capabilities are the capabilities in HISTOR's order: a hub's admission
 // probe tries the first free ones with an input built from their schemas,
 // and changes answers any input, so it goes first.
-func aimarketCaps() []map[string]any {
+func capabilities() []map[string]any {
 	str := map[string]any{"type": "string"}
 	return []map[string]any{{
 		"capability_id": "histor.changes@v1",
@@ -78,8 +86,30 @@ func aimarketCaps() []map[string]any {
 	}}
 }
 
-// aimarketPeer is the peer's keys and the invoke limiter; one per API.
-type aimarketPeer struct {
+// Config is what a Peer needs.
+type Config struct {
+	// Key is the node's AIMarket key, which signs every document, answer
+	// and receipt; HISTOR keeps it apart from the log key. Required.
+	Key ed25519.PrivateKey
+	// DID is the label issuer's, named in .well-known.
+	DID string
+	// PublicURL prefixes the peer's links; "" uses http://<the request's
+	// Host>.
+	PublicURL string
+	// TrustedProxies are the peers whose X-Forwarded-For names the client.
+	TrustedProxies []netip.Prefix
+	// InvokesPerMinute is the most server and changes invokes one client
+	// may make in any minute (check invokes count against the checker's
+	// own limit); zero or less: no limit.
+	InvokesPerMinute int
+	// MaxClients bounds the clients the invoke limit tracks at once.
+	MaxClients int
+	// Now is the clock of manifests and receipts; nil: time.Now.
+	Now func() time.Time
+}
+
+// Peer is the AIMarket peer's keys and its invoke limiter; one per node.
+type Peer struct {
 	key     ed25519.PrivateKey
 	pubB64  string
 	did     string // the label issuer's, named in .well-known
@@ -91,17 +121,18 @@ type aimarketPeer struct {
 	invokes *ratelimit.Limiter[httpx.ClientKey]
 }
 
-func newAIMarketPeer(cfg Config, key ed25519.PrivateKey, did string) (*aimarketPeer, error) {
-	p := &aimarketPeer{
-		key: key, pubB64: receipt.PublicKeyB64(key.Public().(ed25519.PublicKey)), did: did,
+// New makes the peer cfg describes.
+func New(cfg Config) (*Peer, error) {
+	p := &Peer{
+		key: cfg.Key, pubB64: receipt.PublicKeyB64(cfg.Key.Public().(ed25519.PublicKey)), did: cfg.DID,
 		base: strings.TrimSuffix(cfg.PublicURL, "/"), trusted: cfg.TrustedProxies, now: cfg.Now,
 	}
 	if p.now == nil {
 		p.now = time.Now
 	}
-	if cfg.ChecksPerMinute > 0 {
+	if cfg.InvokesPerMinute > 0 {
 		var err error
-		p.invokes, err = ratelimit.New[httpx.ClientKey](ratelimit.Config{Events: cfg.ChecksPerMinute, Window: time.Minute, MaxKeys: cfg.MaxCheckClients})
+		p.invokes, err = ratelimit.New[httpx.ClientKey](ratelimit.Config{Events: cfg.InvokesPerMinute, Window: time.Minute, MaxKeys: cfg.MaxClients})
 		if err != nil {
 			return nil, fmt.Errorf("making invoke limiter: %w", err)
 		}
@@ -110,59 +141,26 @@ func newAIMarketPeer(cfg Config, key ed25519.PrivateKey, did string) (*aimarketP
 }
 
 // baseURL is the absolute prefix of the peer's links.
-func (p *aimarketPeer) baseURL(r *http.Request) string {
+func (p *Peer) baseURL(r *http.Request) string {
 	if p.base != "" {
 		return p.base
 	}
 	return "http://" + r.Host
 }
 
-// peer answers 503 itself when the API has no AIMarket peer.
-func (a *api) peer(w http.ResponseWriter) *aimarketPeer {
-	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if a.agent == nil {
-		a.fail(w, http.StatusServiceUnavailable, "this node has no AIMarket peer")
-	}
-	return a.agent
-}
-
-// writePy answers doc as PyJSON (compact).
-func (a *api) writePy(w http.ResponseWriter, r *http.Request, doc any) {
-	body, err := receipt.PyJSON(doc, receipt.Compact)
-	if err != nil {
-		a.internal(w, r, "encoding an AIMarket answer", err)
-		return
-	}
-	writeBody(w, "application/json", body)
-}
-
-// serveWellKnown answers /.well-known/ai-market.json, signed whole.
-func (a *api) serveWellKnown(w http.ResponseWriter, r *http.Request) {
-	p := a.peer(w)
-	if p == nil {
-		return
-	}
-	doc, err := p.wellKnown(p.baseURL(r))
-	if err != nil {
-		a.internal(w, r, "signing .well-known", err)
-		return
-	}
-	w.Header().Set("Cache-Control", cacheAIMarketDoc)
-	a.writePy(w, r, doc)
-}
-
-func (p *aimarketPeer) wellKnown(base string) (map[string]any, error) {
-	caps := aimarketCaps()
+// wellKnown is the .well-known document, signed whole.
+func (p *Peer) wellKnown(base string) (map[string]any, error) {
+	caps := capabilities()
 	ids := make([]any, len(caps))
 	for i, c := range caps {
 		ids[i] = c["capability_id"]
 	}
 	doc := map[string]any{
-		"protocol": aimarketProtocol, "protocol_versions": []any{"v2"}, "name": aimarketName,
+		"protocol": protocol, "protocol_versions": []any{"v2"}, "name": peerName,
 		"hub_url": base, "signer_public_key": p.pubB64, "manifest_url": base + "/ai-market/v2/manifest",
 		"mcp_endpoint": base + "/ai-market/v2/invoke", "provider_pubkey": p.pubB64,
 		"capabilities": ids, "capabilities_count": len(caps),
-		"categories": []any{aimarketCategory, "transparency-log", "tool-definitions", "awr", "mtl"},
+		"categories": []any{category, "transparency-log", "tool-definitions", "awr", "mtl"},
 		"issuer_did": p.did,
 	}
 	canonical, err := receipt.ObjectCanonical(doc)
@@ -174,38 +172,32 @@ func (p *aimarketPeer) wellKnown(base string) (map[string]any, error) {
 }
 
 // tools are the capabilities as the manifest and search list them.
-func (p *aimarketPeer) tools(base string) []any {
-	caps := aimarketCaps()
+func (p *Peer) tools(base string) []any {
+	caps := capabilities()
 	out := make([]any, len(caps))
 	for i, c := range caps {
-		c["product_id"], c["invoke_url"], c["publisher_id"] = aimarketProduct, base+"/ai-market/v2/invoke", aimarketProduct
-		c["provider_pubkey"], c["category"], c["output_schema"] = p.pubB64, aimarketCategory, map[string]any{"type": "object"}
+		c["product_id"], c["invoke_url"], c["publisher_id"] = product, base+"/ai-market/v2/invoke", product
+		c["provider_pubkey"], c["category"], c["output_schema"] = p.pubB64, category, map[string]any{"type": "object"}
 		out[i] = c
 	}
 	return out
 }
 
-// serveManifest answers /ai-market/v2/manifest, signed over the hub's
-// manifest canonical.
-func (a *api) serveManifest(w http.ResponseWriter, r *http.Request) {
-	p := a.peer(w)
-	if p == nil {
-		return
-	}
-	base, tools := p.baseURL(r), p.tools(p.baseURL(r))
+// manifest is the manifest document, signed over the hub's manifest
+// canonical.
+func (p *Peer) manifest(base string) (map[string]any, error) {
+	tools := p.tools(base)
 	doc := map[string]any{
-		"protocol": aimarketProtocol, "protocol_version": "v2", "name": aimarketName, "hub_url": base,
+		"protocol": protocol, "protocol_version": "v2", "name": peerName, "hub_url": base,
 		"total_capabilities": len(tools), "capabilities_count": len(tools),
 		"generated_at": pyISOTime(p.now()), "tools": tools, "by_hub": map[string]any{},
 	}
 	canonical, err := receipt.ManifestCanonical(doc)
 	if err != nil {
-		a.internal(w, r, "signing the manifest", err)
-		return
+		return nil, err
 	}
 	doc["signature"] = receipt.SignatureBlock(p.key, canonical)
-	w.Header().Set("Cache-Control", cacheAIMarketDoc)
-	a.writePy(w, r, doc)
+	return doc, nil
 }
 
 // pyISOTime is Python's datetime.isoformat of a UTC time with "Z":
@@ -218,41 +210,17 @@ func pyISOTime(t time.Time) string {
 	return t.Format("2006-01-02T15:04:05.000000Z")
 }
 
-// serveAIMarketSearch answers /ai-market/v2/search?q=: the capabilities
-// whose id, or lowercased description, holds the lowercased q.
-func (a *api) serveAIMarketSearch(w http.ResponseWriter, r *http.Request) {
-	p := a.peer(w)
-	if p == nil {
-		return
-	}
-	q := httpx.String{Name: "q"}
-	if err := httpx.ReadStrings(r.URL.RawQuery, &q); err != nil {
-		a.fail(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	needle := strings.TrimSpace(strings.ToLower(q.Value))
-	found := []any{}
-	for _, t := range p.tools(p.baseURL(r)) {
-		c := t.(map[string]any)
-		id, desc := c["capability_id"].(string), strings.ToLower(c["description"].(string))
-		if needle == "" || strings.Contains(id, needle) || strings.Contains(desc, needle) {
-			found = append(found, c)
-		}
-	}
-	a.writePy(w, r, map[string]any{"total": len(found), "tools": found})
-}
-
 // invokeReply is HISTOR's reply to an invoke: the result, the signature
 // over ResultCanonical, and the interop receipt a hub verifies.
-func (p *aimarketPeer) invokeReply(result any, capability string, input map[string]any) (map[string]any, error) {
-	canonical, err := receipt.ResultCanonical(result, capability, aimarketProduct, input)
+func (p *Peer) invokeReply(result any, capability string, input map[string]any) (map[string]any, error) {
+	canonical, err := receipt.ResultCanonical(result, capability, product, input)
 	if err != nil {
 		return nil, err
 	}
 	nonce := make([]byte, 16)
 	rand.Read(nonce)
 	rec := receipt.HubReceipt{
-		Nonce: "0x" + hex.EncodeToString(nonce), ProductID: aimarketProduct, CapabilityID: capability,
+		Nonce: "0x" + hex.EncodeToString(nonce), ProductID: product, CapabilityID: capability,
 		PriceUSD: 0, Timestamp: p.now().UTC().Format(receiptTimeLayout), Success: true,
 	}
 	return map[string]any{

@@ -1,14 +1,14 @@
-package node
+package aimarket
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/node/check"
 	"github.com/histor-observer/histor/node/views"
 )
@@ -34,49 +34,14 @@ type invokeCall struct {
 	base       string // the peer's link prefix for this request
 }
 
-// serveInvoke answers POST /ai-market/v2/invoke and its CORS preflight.
-func (a *api) serveInvoke(w http.ResponseWriter, r *http.Request) {
-	p := a.peer(w)
-	if p == nil {
-		return
-	}
-	if r.Method == http.MethodOptions {
-		h := w.Header()
-		h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
-		h.Set("Access-Control-Allow-Headers", "Content-Type")
-		h.Set("Access-Control-Max-Age", "86400")
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	call, err := p.readInvoke(w, r)
-	var result any
-	if err == nil {
-		result, err = a.invoke(call)
-	}
-	var reply map[string]any
-	if err == nil {
-		reply, err = p.invokeReply(result, call.capability, call.input)
-	}
-	var ie *invokeError
-	switch {
-	case errors.As(err, &ie):
-		a.fail(w, ie.status, ie.detail)
-	case err != nil:
-		a.internal(w, r, "answering an invoke", err)
-	default:
-		w.Header().Set("Cache-Control", "no-store")
-		a.writePy(w, r, reply)
-	}
-}
-
-// readInvoke reads the body as HISTOR's read_json does (2 MiB, JSON, an
-// object) and splits it into capability and input.
-func (p *aimarketPeer) readInvoke(w http.ResponseWriter, r *http.Request) (*invokeCall, error) {
+// readInvoke reads the body as HISTOR's read_json does (MaxInvokeBytes,
+// JSON, an object) and splits it into capability and input.
+func (p *Peer) readInvoke(w http.ResponseWriter, r *http.Request) (*invokeCall, error) {
 	addr, ok := httpx.ClientAddr(r, p.trusted)
 	if !ok {
 		return nil, refuse(http.StatusBadRequest, "unreadable client address")
 	}
-	raw, status, err := httpx.ReadBody(w, r, check.MaxBodyBytes)
+	raw, status, err := httpx.ReadBody(w, r, MaxInvokeBytes)
 	if err != nil {
 		return nil, refuse(status, err.Error())
 	}
@@ -102,28 +67,27 @@ func (p *aimarketPeer) readInvoke(w http.ResponseWriter, r *http.Request) (*invo
 }
 
 // invoke answers one capability from the node's own code.
-func (a *api) invoke(call *invokeCall) (any, error) {
+func (m Mount) invoke(p *Peer, call *invokeCall) (any, error) {
 	if call.capability == "histor.check@v1" {
-		return a.invokeCheck(call)
+		return invokeCheck(m.checker(), call)
 	}
-	if lim := a.agent.invokes; lim != nil {
+	if lim := p.invokes; lim != nil {
 		if ok, _ := lim.Allow(call.client); !ok {
 			return nil, refuse(http.StatusTooManyRequests, "too many calls; slow down")
 		}
 	}
 	switch call.capability {
 	case "histor.server@v1":
-		return a.invokeServer(call.input)
+		return invokeServer(m.model(), call.input)
 	case "histor.changes@v1":
-		return a.invokeChanges(call.input, call.base)
+		return invokeChanges(m.model(), call.input, call.base)
 	}
 	return nil, refuse(http.StatusNotFound, "unknown capability")
 }
 
 // invokeCheck is POST /api/v1/check with the input as its body: the same
 // limit, parser and signed answer.
-func (a *api) invokeCheck(call *invokeCall) (any, error) {
-	c := a.check
+func invokeCheck(c *check.Checker, call *invokeCall) (any, error) {
 	if !c.Available() {
 		return nil, refuse(http.StatusServiceUnavailable, "check is not available: this node has no crawl state")
 	}
@@ -143,9 +107,8 @@ func (a *api) invokeCheck(call *invokeCall) (any, error) {
 
 // invokeServer is up to ten of the targets at an endpoint (or of a name),
 // each as /api/v1/servers summarises it.
-func (a *api) invokeServer(in map[string]any) (any, error) {
-	rd := a.read.Load()
-	if rd == nil {
+func invokeServer(md *Model, in map[string]any) (any, error) {
+	if md == nil {
 		return nil, refuse(http.StatusServiceUnavailable, "this node serves no crawl state")
 	}
 	endpoint, name := in["endpoint"], in["name"]
@@ -157,14 +120,14 @@ func (a *api) invokeServer(in map[string]any) (any, error) {
 	}
 	ep, _ := endpoint.(string)
 	nm, _ := name.(string)
-	cands := rd.Catalog.ByName(nm)
+	cands := md.Catalog.ByName(nm)
 	if ep != "" {
-		cands = rd.Catalog.ByEndpoint(ep)
+		cands = md.Catalog.ByEndpoint(ep)
 	}
 	if len(cands) == 0 {
 		return nil, refuse(http.StatusNotFound, "unknown server")
 	}
-	now := rd.now()
+	now := md.Now()
 	out := make([]views.Summary, 0, maxServerMatches)
 	for _, s := range cands[:min(len(cands), maxServerMatches)] {
 		out = append(out, views.Summarize(s, now))
@@ -174,7 +137,7 @@ func (a *api) invokeServer(in map[string]any) (any, error) {
 
 // viaJSON is v as our JSON writes it, read back for PyJSON.
 func viaJSON(v any) (any, error) {
-	b, err := encodeJSON(v)
+	b, err := canon.MarshalPlain(v)
 	if err != nil {
 		return nil, err
 	}
@@ -183,27 +146,16 @@ func viaJSON(v any) (any, error) {
 
 // invokeChanges is the newest changes (limit 1–50, default 20), each cut
 // to what a hub's buyer needs, the full diff one link away.
-func (a *api) invokeChanges(in map[string]any, base string) (any, error) {
-	rd := a.read.Load()
-	if rd == nil {
+func invokeChanges(md *Model, in map[string]any, base string) (any, error) {
+	if md == nil {
 		return nil, refuse(http.StatusServiceUnavailable, "this node serves no crawl state")
 	}
-	limit := defaultChangesInvoke
-	if n, ok := in["limit"].(json.Number); ok && !strings.ContainsAny(string(n), ".eE") {
-		if v, err := n.Int64(); err == nil {
-			limit = int(max(1, min(v, maxChangesInvoke)))
-		} else if strings.HasPrefix(string(n), "-") {
-			limit = 1
-		} else {
-			limit = maxChangesInvoke
-		}
-	}
-	cs, err := rd.Catalog.Changes(0, limit)
+	cs, err := md.Catalog.Changes(0, changesLimit(in))
 	if err != nil {
 		return nil, err
 	}
 	out := make([]any, 0, len(cs))
-	for _, row := range views.ChangeRows(rd.Catalog, cs) {
+	for _, row := range views.ChangeRows(md.Catalog, cs) {
 		c, err := compactChange(row, base)
 		if err != nil {
 			return nil, err
@@ -211,6 +163,22 @@ func (a *api) invokeChanges(in map[string]any, base string) (any, error) {
 		out = append(out, c)
 	}
 	return map[string]any{"changes": out}, nil
+}
+
+// changesLimit is the input's limit, clamped to 1–50 as HISTOR clamps it;
+// the default when it is missing or not an integer literal.
+func changesLimit(in map[string]any) int {
+	n, ok := in["limit"].(json.Number)
+	if !ok || strings.ContainsAny(string(n), ".eE") {
+		return defaultChangesInvoke
+	}
+	if v, err := n.Int64(); err == nil {
+		return int(max(1, min(v, maxChangesInvoke)))
+	}
+	if strings.HasPrefix(string(n), "-") {
+		return 1
+	}
+	return maxChangesInvoke
 }
 
 // compactChange is HISTOR's compact_change: bounded lists, the page link.
