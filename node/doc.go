@@ -19,6 +19,7 @@
 //	node/views     the view types the API, the desk and the agents share
 //	node/readapi   the reading API: servers, changes, stats, badges, feed
 //	node/check     POST /api/v1/check
+//	node/desk      the desk: its HTML pages, their handlers and static files
 //	node/receipts  the receipts log
 //	node/notify    security events, their feeds, webhook delivery
 //	node/mirror    verified mirrors of the peers' logs
@@ -26,6 +27,6 @@
 //	node/audit     auditing a log from the outside
 //
 // Still in this package, to be moved the same way: the label log's routes,
-// the desk's handlers (its rendering is node/desk), the agents (AIMarket,
-// /mcp) and the federation's glue (heads, witness, gossip).
+// the agents (AIMarket, /mcp) and the federation's glue (heads, witness,
+// gossip).
 package node
