@@ -183,3 +183,31 @@ func TestCosigners(t *testing.T) {
 		t.Errorf("cosigners = %v", got)
 	}
 }
+
+// TestPagesWithoutCrawlState: a node that only witnesses serves every page
+// and says why it lists nothing.
+func TestPagesWithoutCrawlState(t *testing.T) {
+	m := Mount{Log: emptyLog{cp: []byte("w.example/log\n0\nroot\n")}, Logger: slog.New(slog.DiscardHandler)}
+	for _, c := range []struct {
+		path   string
+		status int
+		want   string
+	}{
+		{"/", 200, "serves no crawl state, so it lists no servers"},
+		{"/changes", 503, "serves no crawl state yet"},
+		{"/changes/1", 404, "no change with that id"},
+		{"/s/0123456789abcdef", 404, "no server with that id"},
+		{"/check", 200, `<textarea id="tools" name="tools"`},
+		{"/log", 200, `data-size="0"`},
+		{"/network", 200, "w.example/log"},
+		{"/about", 200, "w.example/log"},
+	} {
+		resp, page := get(t, m, c.path, nil)
+		if resp.StatusCode != c.status || !strings.Contains(page, c.want) {
+			t.Errorf("GET %s: %d, want %d with %q", c.path, resp.StatusCode, c.status, c.want)
+		}
+		for _, e := range desktest.Lint([]byte(page)) {
+			t.Errorf("GET %s: %v", c.path, e)
+		}
+	}
+}
