@@ -249,3 +249,11 @@ func TestHealthReportsStoppedStores(t *testing.T) {
 		t.Fatalf("health with a stopped witness: ok %v, store_errors %v", ok, stores)
 	}
 }
+
+// deref is *s; "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -3,7 +3,6 @@ package node
 import (
 	"encoding/hex"
 	"html"
-	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/log/awr"
-	"github.com/histor-observer/histor/log/format"
 )
 
 // visibleText is what a reader or a screen reader meets on a page: the
@@ -102,58 +100,6 @@ func TestLogPageWitnessPolicy(t *testing.T) {
 	for _, want := range []string{`data-met="true"`, "cosigned by 1 of 1 listed witnesses", "<td>yes</td>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
-		}
-	}
-}
-
-// TestWitnessViewUnmet: a checkpoint without the cosignature the quorum
-// needs reads as not met, naming no witness.
-func TestWitnessViewUnmet(t *testing.T) {
-	w := newFedNode(t, "w", "w", false)
-	l := newFedNode(t, "l", "l", false)
-	l.start(t, Config{})
-	l.appendLabel(t)
-	a := &api{log: l.node.Log(), fed: &federation{}}
-	a.fed.policy.Store(policy(t, l, w))
-	v := a.witnessView(l.node.Log().Latest().Checkpoint)
-	if !v.Configured || v.Met || v.Cosigned != 0 || v.Listed != 1 || v.Problem != "" || v.Witnesses[0].Cosigned {
-		t.Errorf("witness view of an uncosigned checkpoint: %+v", v)
-	}
-	var _ *format.Policy = a.fed.policy.Load()
-}
-
-func TestStaticFiles(t *testing.T) {
-	tn := newTestNode(t, 0)
-	for _, tt := range []struct {
-		path   string
-		status int
-		ctype  string
-	}{
-		{"/static/log.js", 200, "text/javascript; charset=utf-8"},
-		{"/static/logtree.js", 200, "text/javascript; charset=utf-8"},
-		{"/static/nope.js", 404, ""},
-		{"/static/log.html", 404, ""},
-		{"/static/..%2flog.js", 404, ""},
-	} {
-		resp, body := tn.get(t, tt.path)
-		if resp.StatusCode != tt.status || (tt.ctype != "" && resp.Header.Get("Content-Type") != tt.ctype) {
-			t.Errorf("GET %s: %d %q, want %d %q", tt.path, resp.StatusCode, resp.Header.Get("Content-Type"), tt.status, tt.ctype)
-		}
-		if tt.status != 200 {
-			continue
-		}
-		if w := awr.ForbiddenWord(string(body)); w != "" {
-			t.Errorf("%s says %q", tt.path, w)
-		}
-		req, _ := http.NewRequest("GET", tn.srv.URL+tt.path, nil)
-		req.Header.Set("If-None-Match", resp.Header.Get("ETag"))
-		again, err := tn.srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		again.Body.Close()
-		if again.StatusCode != http.StatusNotModified {
-			t.Errorf("GET %s with its ETag: %d, want 304", tt.path, again.StatusCode)
 		}
 	}
 }

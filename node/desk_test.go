@@ -157,29 +157,3 @@ func TestDeskCheck(t *testing.T) {
 		t.Errorf("the API after the desk's checks: %d, want 429 (one limiter)", resp.StatusCode)
 	}
 }
-
-func TestPastedTools(t *testing.T) {
-	for _, c := range []struct {
-		in, want string
-		err      bool
-	}{
-		{`[{"name":"a","n":2340}]`, `[{"name":"a","n":2340}]`, false},
-		{`{"tools":[{"name":"a"}],"nextCursor":null}`, `[{"name":"a"}]`, false},
-		{`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}]}}`, `[{"name":"a"}]`, false},
-		{``, ``, false},
-		{`{"tools":5}`, ``, true},
-		{`[1,`, ``, true},
-	} {
-		got, err := pastedTools([]byte(c.in))
-		if (err != nil) != c.err || string(got) != c.want {
-			t.Errorf("pastedTools(%s) = %s, %v", c.in, got, err)
-		}
-	}
-}
-
-func TestCosigners(t *testing.T) {
-	note := "o.example/log\n3\nroot\n\n— o.example/log AAAA\n— w1.example AAAA\n— w2.example AAAA\n— w1.example BBBB\n"
-	if got := cosigners([]byte(note), "o.example/log"); strings.Join(got, ",") != "w1.example,w2.example" {
-		t.Errorf("cosigners = %v", got)
-	}
-}

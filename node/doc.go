@@ -20,6 +20,7 @@
 //	node/readapi   the reading API: servers, changes, stats, badges, feed
 //	node/logapi    the label log's routes: issuer, heads, entries, proofs, labels, evidence, tiles
 //	node/check     POST /api/v1/check
+//	node/desk      the desk: its HTML pages, their handlers and static files
 //	node/receipts  the receipts log
 //	node/notify    security events, their feeds, webhook delivery
 //	node/aimarket  the AIMarket peer: .well-known, manifest, search, invoke
@@ -28,7 +29,6 @@
 //	node/peers     the peer view derived from the mirrors
 //	node/audit     auditing a log from the outside
 //
-// Still in this package, to be moved the same way: the desk's handlers
-// (its rendering is node/desk) and the federation's glue (heads, witness,
-// gossip).
+// Still in this package, to be moved the same way: the federation's glue
+// (heads, witness, gossip).
 package node

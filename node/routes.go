@@ -57,18 +57,9 @@ var routeTable = []apiRoute{
 	{Pattern: "/api/v1/evidence", Methods: getOnly, serve: (*api).serveEvidenceList},
 	{Pattern: "/api/v1/evidence/{id}", Methods: getOnly, serve: withPathValue("id", (*api).serveEvidenceBundle)},
 
-	// The desk: HTML pages for people (node/desk, desk_*.go).
-	{Pattern: "/", Methods: getOnly, serve: (*api).serveDeskServers},
-	{Pattern: "/servers", Methods: getOnly, serve: (*api).serveDeskServers},
-	{Pattern: "/s/{target_id}", Methods: getOnly, serve: withPathValue("target_id", (*api).serveDeskServer)},
-	{Pattern: "/changes", Methods: getOnly, serve: (*api).serveDeskChanges},
-	{Pattern: "/changes/{change_id}", Methods: getOnly, serve: withPathValue("change_id", (*api).serveDeskChange)},
-	{Pattern: "/check", Methods: []string{http.MethodGet, http.MethodPost}, serve: (*api).serveDeskCheck},
-	{Pattern: "/network", Methods: getOnly, serve: (*api).serveDeskNetwork},
-	{Pattern: "/about", Methods: getOnly, serve: (*api).serveDeskAbout},
-	// The desk's Log page and the desk's static files (desk_log.go).
-	{Pattern: "/log", Methods: getOnly, serve: (*api).serveDeskLog},
-	{Pattern: "/static/{file}", Methods: getOnly, serve: (*api).serveStatic},
+	// The desk: HTML pages for people, the Log page and its static files
+	// (node/desk).
+	{mount: (*api).deskRoutes},
 }
 
 // withPathValue adapts a handler that takes one path variable.

@@ -1,4 +1,4 @@
-package node
+package desk
 
 import (
 	"bytes"
@@ -8,55 +8,62 @@ import (
 	"strings"
 	"time"
 
-	"github.com/histor-observer/histor/gossip"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/node/catalog"
-	"github.com/histor-observer/histor/node/desk"
 )
 
-// serveDeskNetwork renders /network: this observer and the others it
-// checked, their heads and cosigners, and the evidence it holds.
-func (a *api) serveDeskNetwork(w http.ResponseWriter, r *http.Request) {
-	v, err := a.networkView()
+// serveNetwork renders /network: this observer and the others it checked,
+// their heads and cosigners, and the evidence it holds.
+func (m Mount) serveNetwork(w http.ResponseWriter, r *http.Request) {
+	v, err := m.networkView()
 	if err != nil {
-		a.internal(w, r, "reading the network", err)
+		m.internal(w, r, "reading the network", err)
 		return
 	}
-	a.renderDesk(w, r, http.StatusOK, "network", "Network", "network", v)
+	m.render(w, r, http.StatusOK, "network", "Network", "network", v)
 }
 
-func (a *api) networkView() (*desk.NetworkView, error) {
-	head := a.log.Latest()
-	v := &desk.NetworkView{Self: desk.NetworkObserver{Origin: checkpointOrigin(head.Checkpoint)}}
+func (m Mount) networkView() (*NetworkView, error) {
+	head := m.Log.Latest()
+	v := &NetworkView{Self: NetworkObserver{Origin: checkpointOrigin(head.Checkpoint)}}
 	if head.STH != nil {
 		v.Self.HeadSize, v.Self.HeadTime = head.Size, catalog.FormatTime(head.Time)
 	}
-	f := a.fed
+	f := m.federation()
 	if f == nil {
 		return v, nil
 	}
-	v.Self.DID = f.self
-	v.Self.Cosigners = cosigners(f.cosignedCheckpoint(head), v.Self.Origin)
-	if p := f.policy.Load(); p != nil && head.STH != nil {
-		v.Policy = policyWords(p, f.cosignedCheckpoint(head))
+	v.Self.DID = f.DID()
+	v.Self.Cosigners = cosigners(f.Cosigned(head), v.Self.Origin)
+	if p := f.Policy(); p != nil && head.STH != nil {
+		v.Policy = policyWords(p, f.Cosigned(head))
 	}
-	if f.wit != nil {
-		list, err := f.wit.ListEvidence()
-		if err != nil {
+	if wit := f.Witness(); wit != nil {
+		if err := witnessed(wit, v); err != nil {
 			return nil, err
 		}
-		for _, e := range list[:min(len(list), maxEvidenceList)] {
-			v.Evidence = append(v.Evidence, desk.Evidence{ID: e.ID, Origin: e.Origin, Kind: e.Kind.String(),
-				Seen: e.Seen.UTC().Format(time.RFC3339), URL: "/api/v1/evidence/" + e.ID})
-		}
-		for _, o := range f.wit.Logs() {
-			if o != v.Self.Origin {
-				v.Witnessed = append(v.Witnessed, o)
-			}
+	}
+	v.Observers = checkedObservers(f.Peers(), v.Evidence)
+	return v, nil
+}
+
+// witnessed fills v with what the witness holds: its evidence and the
+// logs it witnesses but this one.
+func witnessed(wit Witness, v *NetworkView) error {
+	list, err := wit.Evidence()
+	if err != nil {
+		return err
+	}
+	for _, e := range list {
+		v.Evidence = append(v.Evidence, Evidence{ID: e.ID, Origin: e.Origin, Kind: e.Kind,
+			Seen: e.Seen.UTC().Format(time.RFC3339), URL: "/api/v1/evidence/" + e.ID})
+	}
+	for _, o := range wit.Logs() {
+		if o != v.Self.Origin {
+			v.Witnessed = append(v.Witnessed, o)
 		}
 	}
-	v.Observers = f.checkedObservers(v.Evidence)
-	return v, nil
+	return nil
 }
 
 // policyWords says when this log's head counts as witnessed, and whether
@@ -80,30 +87,24 @@ func policyWords(p *format.Policy, cp []byte) string {
 
 // checkedObservers are the peers whose heads this node checked, by did,
 // each marked forked when evidence names its origin.
-func (f *federation) checkedObservers(ev []desk.Evidence) []desk.NetworkObserver {
-	var clocks map[string]gossip.Clock
-	if g := f.gos.Load(); g != nil {
-		clocks = g.Clocks()
-	}
-	f.cmu.Lock()
-	out := make([]desk.NetworkObserver, 0, len(f.checked))
-	for did, h := range f.checked {
-		o := desk.NetworkObserver{DID: did, Origin: h.Checkpoint.Origin, HeadSize: h.STH.TreeSize,
-			HeadTime: catalog.FormatTime(h.STH.Time), Cosigners: slices.Clone(h.Cosigners)}
-		if k, ok := clocks[did]; ok {
-			o.Clock = clockWords(k)
+func checkedObservers(heads []PeerHead, ev []Evidence) []NetworkObserver {
+	out := make([]NetworkObserver, 0, len(heads))
+	for _, h := range heads {
+		o := NetworkObserver{DID: h.DID, Origin: h.Origin, HeadSize: h.Size,
+			HeadTime: catalog.FormatTime(h.Time), Cosigners: h.Cosigners}
+		if h.Clock != nil {
+			o.Clock = clockWords(*h.Clock)
 		}
-		o.Forked = slices.ContainsFunc(ev, func(e desk.Evidence) bool { return e.Origin == o.Origin })
+		o.Forked = slices.ContainsFunc(ev, func(e Evidence) bool { return e.Origin == o.Origin })
 		out = append(out, o)
 	}
-	f.cmu.Unlock()
-	slices.SortFunc(out, func(a, b desk.NetworkObserver) int { return strings.Compare(a.DID, b.DID) })
+	slices.SortFunc(out, func(a, b NetworkObserver) int { return strings.Compare(a.DID, b.DID) })
 	return out
 }
 
 // clockWords says how far a peer's clock was from this node's: in step when the offset is
 // within a second beyond what the round trip leaves unknown.
-func clockWords(k gossip.Clock) string {
+func clockWords(k Clock) string {
 	off, slack := k.Offset, k.RTT/2+time.Second
 	at := " (measured " + catalog.FormatTime(k.At) + ")"
 	switch {

@@ -1,7 +1,6 @@
-package node
+package desk
 
 import (
-	"github.com/histor-observer/histor/node/desk"
 	"github.com/histor-observer/histor/node/peers"
 )
 
@@ -14,14 +13,14 @@ var agreementWords = map[string]string{
 	peers.Unobserved:     "no observer has a tool set on record",
 }
 
-// deskObservers reads the observers and agreement members (node/peers'
+// toObservers reads the observers and agreement members (node/peers'
 // Members, or the same members decoded from a /check answer); own is this
 // node's digest, which the others are compared with.
-func deskObservers(observers []any, agreement map[string]any, own string) ([]desk.Observer, desk.Agreement) {
-	out := make([]desk.Observer, 0, len(observers))
+func toObservers(observers []any, agreement map[string]any, own string) ([]Observer, Agreement) {
+	out := make([]Observer, 0, len(observers))
 	for _, o := range observers {
 		m, _ := o.(map[string]any)
-		ob := desk.Observer{DID: str(m, "did"), Digest: str(m, "digest"), Status: str(m, "status"),
+		ob := Observer{DID: str(m, "did"), Digest: str(m, "digest"), Status: str(m, "status"),
 			ObservedAt: str(m, "observedAt"), LabelID: str(m, "labelId"),
 			LeafIndex: uintOf(m["leafIndex"]), HeadSize: uintOf(m["headSize"]), Self: m["self"] == true}
 		if ob.Self && ob.Digest != "" {
@@ -33,7 +32,7 @@ func deskObservers(observers []any, agreement map[string]any, own string) ([]des
 		out[i].Differs = out[i].Digest != "" && own != "" && out[i].Digest != own
 	}
 	st := str(agreement, "status")
-	return out, desk.Agreement{Status: st, Text: agreementWords[st], Split: st == peers.Split}
+	return out, Agreement{Status: st, Text: agreementWords[st], Split: st == peers.Split}
 }
 
 func str(m map[string]any, k string) string {

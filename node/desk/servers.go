@@ -1,4 +1,4 @@
-package node
+package desk
 
 import (
 	"encoding/json"
@@ -10,13 +10,13 @@ import (
 
 	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/node/catalog"
-	"github.com/histor-observer/histor/node/desk"
 	"github.com/histor-observer/histor/node/pkgruns"
 	"github.com/histor-observer/histor/node/views"
 )
 
-// deskStates are the filters of the servers list, the JSON API's, in words.
-var deskStates = []desk.Option{
+// serverStates are the filters of the servers list, the JSON API's, in
+// words.
+var serverStates = []Option{
 	{Value: "all", Label: "All servers"},
 	{Value: "pinned", Label: "With a tool set on record"},
 	{Value: "changed", Label: "Changed at least once"},
@@ -25,15 +25,15 @@ var deskStates = []desk.Option{
 	{Value: views.StateSplitName, Label: "Split: observers disagree"},
 }
 
-// serveDeskServers renders / and /servers: the servers list, searched and
+// serveServers renders / and /servers: the servers list, searched and
 // filtered as /api/v1/servers is.
-func (a *api) serveDeskServers(w http.ResponseWriter, r *http.Request) {
-	rd := a.read.Load()
-	v := &desk.ServersView{State: "all", States: statesFor("all")}
-	if rd == nil {
+func (m Mount) serveServers(w http.ResponseWriter, r *http.Request) {
+	md := m.model()
+	v := &ServersView{State: "all", States: statesFor("all")}
+	if md == nil {
 		// The home page of a node that only witnesses: an empty list, said so.
 		v.Error = "This node serves no crawl state, so it lists no servers."
-		a.renderDesk(w, r, http.StatusOK, "servers", "Servers", "servers", v)
+		m.render(w, r, http.StatusOK, "servers", "Servers", "servers", v)
 		return
 	}
 	q, err := views.ParseServersQuery(r.URL.RawQuery)
@@ -44,13 +44,13 @@ func (a *api) serveDeskServers(w http.ResponseWriter, r *http.Request) {
 	v.States = statesFor(v.State)
 	if err != nil {
 		v.Error = err.Error()
-		a.renderDesk(w, r, http.StatusBadRequest, "servers", "Servers", "servers", v)
+		m.render(w, r, http.StatusBadRequest, "servers", "Servers", "servers", v)
 		return
 	}
 	var page []*catalog.Server
-	v.Total, page = views.SearchServers(rd.Catalog, q, a.peerView())
-	now := rd.now()
-	v.Rows = make([]desk.ServerRow, len(page))
+	v.Total, page = views.SearchServers(md.Catalog, q, m.sources().Peers)
+	now := md.Now()
+	v.Rows = make([]ServerRow, len(page))
 	for i, s := range page {
 		v.Rows[i] = serverRow(s, now)
 	}
@@ -58,12 +58,12 @@ func (a *api) serveDeskServers(w http.ResponseWriter, r *http.Request) {
 		v.From, v.To = int(q.Offset)+1, int(q.Offset)+len(page)
 	}
 	v.PrevURL, v.NextURL = pageLinks(q.Q, v.State, int(q.Limit), int(q.Offset), v.Total)
-	a.renderDesk(w, r, http.StatusOK, "servers", "Servers", "servers", v)
+	m.render(w, r, http.StatusOK, "servers", "Servers", "servers", v)
 }
 
-func statesFor(selected string) []desk.Option {
-	out := make([]desk.Option, len(deskStates))
-	for i, o := range deskStates {
+func statesFor(selected string) []Option {
+	out := make([]Option, len(serverStates))
+	for i, o := range serverStates {
 		o.Selected = o.Value == selected
 		out[i] = o
 	}
@@ -101,9 +101,9 @@ func pageLinks(q, state string, limit, offset, total int) (prev, next string) {
 }
 
 // serverRow is one server as the list shows it.
-func serverRow(s *catalog.Server, now time.Time) desk.ServerRow {
+func serverRow(s *catalog.Server, now time.Time) ServerRow {
 	msg, state := views.BadgeState(s, now)
-	row := desk.ServerRow{ID: s.ID, Name: s.Name, Title: s.Title, Endpoint: s.Endpoint, State: state,
+	row := ServerRow{ID: s.ID, Name: s.Name, Title: s.Title, Endpoint: s.Endpoint, State: state,
 		StateText: msg, LastObserved: catalog.FormatTime(s.Obs.LastOK), ToolCount: "—", Changed: state == "changed"}
 	if s.Obs.Subject != "" {
 		row.ToolCount = strconv.Itoa(s.Obs.ToolCount)
@@ -111,36 +111,36 @@ func serverRow(s *catalog.Server, now time.Time) desk.ServerRow {
 	return row
 }
 
-// serveDeskServer renders /s/<id>: one server's page, from what
+// serveServer renders /s/<id>: one server's page, from what
 // /api/v1/servers/<id> answers.
-func (a *api) serveDeskServer(w http.ResponseWriter, r *http.Request, id string) {
-	rd := a.read.Load()
+func (m Mount) serveServer(w http.ResponseWriter, r *http.Request) {
+	md := m.model()
 	var s *catalog.Server
-	if rd != nil {
-		s = views.ServerByID(rd.Catalog, id)
+	if md != nil {
+		s = views.ServerByID(md.Catalog, r.PathValue("target_id"))
 	}
 	if s == nil {
-		a.deskNotFound(w, r, "This observer has no server with that id.")
+		m.notFound(w, r, "This observer has no server with that id.")
 		return
 	}
-	page, tools, err := views.BuildServerPage(rd.Catalog, s, rd.now(), a.viewSources())
+	page, tools, err := views.BuildServerPage(md.Catalog, s, md.Now(), m.sources())
 	if err != nil {
-		a.internal(w, r, "reading server", err)
+		m.internal(w, r, "reading server", err)
 		return
 	}
-	v, err := serverView(s, page, tools, rd.now(), a.publicBase(rd, r))
+	v, err := serverView(s, page, tools, md.Now(), publicBase(md, r))
 	if err != nil {
-		a.internal(w, r, "building server page", err)
+		m.internal(w, r, "building server page", err)
 		return
 	}
-	a.renderDesk(w, r, http.StatusOK, "server", s.Name, "servers", v)
+	m.render(w, r, http.StatusOK, "server", s.Name, "servers", v)
 }
 
 // publicBase is where the badge snippet points: the configured base, or
 // this request's host.
-func (a *api) publicBase(rd *ReadAPI, r *http.Request) string {
-	if rd.PublicBase != "" {
-		return rd.PublicBase
+func publicBase(md *Model, r *http.Request) string {
+	if md.PublicBase != "" {
+		return md.PublicBase
 	}
 	scheme := "http"
 	if r.TLS != nil {
@@ -149,39 +149,39 @@ func (a *api) publicBase(rd *ReadAPI, r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-func serverView(s *catalog.Server, p *views.ServerPage, tools []byte, now time.Time, base string) (*desk.ServerView, error) {
+func serverView(s *catalog.Server, p *views.ServerPage, tools []byte, now time.Time, base string) (*ServerView, error) {
 	sum := &p.Server
-	v := &desk.ServerView{ServerRow: serverRow(s, now), Transport: s.Transport, Version: s.Version,
+	v := &ServerView{ServerRow: serverRow(s, now), Transport: s.Transport, Version: s.Version,
 		Description: s.Description, ToolSetDigest: s.Obs.ToolSetDigest, Subject: s.Obs.Subject,
 		FirstPinned: catalog.FormatTime(s.Obs.FirstPinned), UnchangedSince: catalog.FormatTime(s.Obs.UnchangedSince),
 		Observations: sum.Observations, Attempts: sum.Attempts, LastStatus: s.Status, LastDetail: s.Detail, Delisted: s.Delisted}
-	v.Matches = convertAll(p.PatternMatches, func(m *catalog.Match) desk.Match {
-		return desk.Match{Code: m.Code, Severity: m.Severity, Tier: m.Tier, Tool: m.Tool, Where: m.Where, Span: m.Span}
+	v.Matches = convertAll(p.PatternMatches, func(m *catalog.Match) Match {
+		return Match{Code: m.Code, Severity: m.Severity, Tier: m.Tier, Tool: m.Tool, Where: m.Where, Span: m.Span}
 	})
 	var err error
-	if v.Tools, err = deskTools(tools, v.Matches); err != nil {
+	if v.Tools, err = toTools(tools, v.Matches); err != nil {
 		return nil, err
 	}
-	v.Labels = convertAll(p.Labels, func(l *views.LabelRow) desk.Label {
-		return desk.Label{ID: l.ID, Method: l.MethodShort, Verdict: l.Verdict, ObservedAt: l.ObservedAt,
+	v.Labels = convertAll(p.Labels, func(l *views.LabelRow) Label {
+		return Label{ID: l.ID, Method: l.MethodShort, Verdict: l.Verdict, ObservedAt: l.ObservedAt,
 			IssuedAt: l.IssuedAt, URL: "/api/v1/labels/" + l.ID, LeafIndex: l.LeafIndex}
 	})
-	v.Timeline = convertAll(p.Timeline, deskSpan)
-	v.Changes = convertAll(p.Changes, deskChange)
-	v.Observers, v.Agreement = deskObservers(p.Observers, p.Agreement, s.Obs.ToolSetDigest)
-	v.Badge = deskBadge(base, s.ID, v.StateText)
-	v.Package = deskPackage(p.Package)
+	v.Timeline = convertAll(p.Timeline, toSpan)
+	v.Changes = convertAll(p.Changes, toChange)
+	v.Observers, v.Agreement = toObservers(p.Observers, p.Agreement, s.Obs.ToolSetDigest)
+	v.Badge = toBadge(base, s.ID, v.StateText)
+	v.Package = toPackage(p.Package)
 	return v, nil
 }
 
-// deskPackage is the server answer's package member as the desk shows it.
-func deskPackage(m *pkgruns.Member) *desk.PackageRuns {
+// toPackage is the server answer's package member as the desk shows it.
+func toPackage(m *pkgruns.Member) *PackageRuns {
 	if m == nil {
 		return nil
 	}
-	out := &desk.PackageRuns{Key: m.Key}
+	out := &PackageRuns{Key: m.Key}
 	if r := m.LastRun; r != nil {
-		d := &desk.PackageRun{Package: r.Package, Version: r.Version, Status: r.Status, ObservedAt: r.ObservedAt,
+		d := &PackageRun{Package: r.Package, Version: r.Version, Status: r.Status, ObservedAt: r.ObservedAt,
 			Runtime: strings.TrimSpace(r.Runtime.Name + " " + r.Runtime.Version), RootDigest: r.Runtime.RootDigest,
 			CallsOK: r.Calls.Successful, CallsTotal: r.Calls.Total, CallsSkipped: r.Calls.Skipped, Complete: r.Complete,
 			Provenance: "unknown", Publisher: "unknown", Signals: r.Signals}
@@ -197,13 +197,13 @@ func deskPackage(m *pkgruns.Member) *desk.PackageRuns {
 		out.Last = d
 	}
 	for _, v := range m.Versions {
-		out.Versions = append(out.Versions, desk.PackageRun{Version: v.Version, Status: v.Status, ObservedAt: v.ObservedAt})
+		out.Versions = append(out.Versions, PackageRun{Version: v.Version, Status: v.Status, ObservedAt: v.ObservedAt})
 	}
 	return out
 }
 
-func deskSpan(sp *views.TimelineRow) desk.Span {
-	out := desk.Span{From: sp.From, Until: sp.Until, Status: sp.Status, Count: sp.Count}
+func toSpan(sp *views.TimelineRow) Span {
+	out := Span{From: sp.From, Until: sp.Until, Status: sp.Status, Count: sp.Count}
 	if sp.Detail != nil {
 		out.Detail = *sp.Detail
 	}
@@ -216,9 +216,9 @@ func deskSpan(sp *views.TimelineRow) desk.Span {
 	return out
 }
 
-// deskTools reads the stored canonical tool set into the page's tools,
+// toTools reads the stored canonical tool set into the page's tools,
 // each description with its pattern matches marked.
-func deskTools(body []byte, matches []desk.Match) ([]desk.Tool, error) {
+func toTools(body []byte, matches []Match) ([]Tool, error) {
 	if body == nil {
 		return nil, nil
 	}
@@ -227,10 +227,10 @@ func deskTools(body []byte, matches []desk.Match) ([]desk.Tool, error) {
 		return nil, err
 	}
 	list, _ := v.([]any)
-	out := make([]desk.Tool, 0, len(list))
+	out := make([]Tool, 0, len(list))
 	for _, e := range list {
 		m, _ := e.(map[string]any)
-		t := desk.Tool{}
+		t := Tool{}
 		t.Name, _ = m["name"].(string)
 		desc, _ := m["description"].(string)
 		var spans []string
@@ -240,7 +240,7 @@ func deskTools(body []byte, matches []desk.Match) ([]desk.Tool, error) {
 				spans = append(spans, mt.Span)
 			}
 		}
-		t.Description = desk.Highlight(desc, spans)
+		t.Description = Highlight(desc, spans)
 		t.Schema = indentJSON(m["inputSchema"])
 		if o, ok := m["outputSchema"]; ok {
 			t.Output = indentJSON(o)
@@ -258,12 +258,12 @@ func indentJSON(v any) string {
 	return string(b)
 }
 
-// deskBadge is the snippet a server's author copies.
-func deskBadge(base, id, text string) desk.Badge {
+// toBadge is the snippet a server's author copies.
+func toBadge(base, id, text string) Badge {
 	svg := base + "/badge/" + id + ".svg"
 	page := base + "/s/" + id
 	alt := views.BadgeLabel + ": " + text
-	return desk.Badge{SVGURL: "/badge/" + id + ".svg", PageURL: page, Alt: alt,
+	return Badge{SVGURL: "/badge/" + id + ".svg", PageURL: page, Alt: alt,
 		Markdown: "[![" + alt + "](" + svg + ")](" + page + ")",
 		HTML:     `<a href="` + page + `"><img src="` + svg + `" alt="` + alt + `"></a>`}
 }

@@ -1,4 +1,4 @@
-package node
+package desk
 
 import (
 	"bytes"
@@ -9,26 +9,25 @@ import (
 
 	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/check"
-	"github.com/histor-observer/histor/node/desk"
 )
 
-// serveDeskCheck renders /check: the form on GET; on POST, the node's own
+// serveCheck renders /check: the form on GET; on POST, the node's own
 // check of what was pasted (the function /api/v1/check answers with,
 // counted against the same per-client limit) and its signed answer.
-func (a *api) serveDeskCheck(w http.ResponseWriter, r *http.Request) {
-	v := &desk.CheckView{}
+func (m Mount) serveCheck(w http.ResponseWriter, r *http.Request) {
+	v := &CheckView{}
 	if r.Method != http.MethodPost {
-		a.renderDesk(w, r, http.StatusOK, "check", "Check a tool set", "check", v)
+		m.render(w, r, http.StatusOK, "check", "Check a tool set", "check", v)
 		return
 	}
-	status := a.deskCheck(w, r, v)
-	a.renderDesk(w, r, status, "check", "Check a tool set", "check", v)
+	status := m.runCheck(w, r, v)
+	m.render(w, r, status, "check", "Check a tool set", "check", v)
 }
 
-// deskCheck runs one check from the form into v and returns the status
-// to answer with.
-func (a *api) deskCheck(w http.ResponseWriter, r *http.Request, v *desk.CheckView) int {
-	c := a.check
+// runCheck runs one check from the form into v and returns the status to
+// answer with.
+func (m Mount) runCheck(w http.ResponseWriter, r *http.Request, v *CheckView) int {
+	c := m.checker()
 	if !c.Available() {
 		v.Error = "Check is not available: this node has no crawl state."
 		return http.StatusServiceUnavailable
@@ -62,11 +61,11 @@ func (a *api) deskCheck(w http.ResponseWriter, r *http.Request, v *desk.CheckVie
 	}
 	doc, err := c.Answer(q, client)
 	if err != nil {
-		a.logger.Error("serving request", "path", r.URL.Path, "doing", "answering check", "err", err)
+		m.Logger.Error("serving request", "path", r.URL.Path, "doing", "answering check", "err", err)
 		v.Error = "Internal error while answering."
 		return http.StatusInternalServerError
 	}
-	v.Answered, v.Answer = true, deskAnswer(doc)
+	v.Answered, v.Answer = true, checkAnswer(doc)
 	return http.StatusOK
 }
 
@@ -129,13 +128,13 @@ func pastedTools(p []byte) (json.RawMessage, error) {
 	return nil, errPasted
 }
 
-// deskAnswer reads the signed answer back for the page, and keeps its
+// checkAnswer reads the signed answer back for the page, and keeps its
 // exact bytes to copy (whitespace would not break the signature, which is
 // over the canonical form, but the bytes as signed are the least to doubt).
-func deskAnswer(doc []byte) desk.CheckAnswer {
+func checkAnswer(doc []byte) CheckAnswer {
 	var m map[string]any
 	json.Unmarshal(doc, &m) // the node just wrote it
-	ans := desk.CheckAnswer{Match: str(m, "match"), Note: str(m, "note")}
+	ans := CheckAnswer{Match: str(m, "match"), Note: str(m, "note")}
 	q, _ := m["query"].(map[string]any)
 	ans.Digest = str(q, "toolSetDigest")
 	ans.Known = "has no record of this server"
@@ -145,7 +144,7 @@ func deskAnswer(doc []byte) desk.CheckAnswer {
 	}
 	obs, _ := m["observers"].([]any)
 	agreement, _ := m["agreement"].(map[string]any)
-	ans.Observers, ans.Agreement = deskObservers(obs, agreement, "")
+	ans.Observers, ans.Agreement = toObservers(obs, agreement, "")
 	ans.Signed = string(doc)
 	return ans
 }

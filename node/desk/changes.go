@@ -1,4 +1,4 @@
-package node
+package desk
 
 import (
 	"encoding/json"
@@ -8,56 +8,55 @@ import (
 
 	"github.com/histor-observer/histor/crawl/state"
 	"github.com/histor-observer/histor/internal/httpx"
-	"github.com/histor-observer/histor/node/desk"
 	"github.com/histor-observer/histor/node/views"
 )
 
-// serveDeskChanges renders /changes?before=: the changes, newest first,
-// a page of views.DefaultChangesLimit at a time.
-func (a *api) serveDeskChanges(w http.ResponseWriter, r *http.Request) {
-	rd := a.read.Load()
-	if rd == nil {
-		a.renderDesk(w, r, http.StatusServiceUnavailable, "notfound", "Changes", "changes", "This node serves no crawl state yet.")
+// serveChanges renders /changes?before=: the changes, newest first, a
+// page of views.DefaultChangesLimit at a time.
+func (m Mount) serveChanges(w http.ResponseWriter, r *http.Request) {
+	md := m.model()
+	if md == nil {
+		m.render(w, r, http.StatusServiceUnavailable, "notfound", "Changes", "changes", "This node serves no crawl state yet.")
 		return
 	}
 	before := httpx.Uint{Name: "before"}
 	if err := httpx.ReadUints(r.URL.RawQuery, &before); err != nil || before.Value > 1<<62 {
-		a.renderDesk(w, r, http.StatusBadRequest, "notfound", "Changes", "changes", "before must be a change id.")
+		m.render(w, r, http.StatusBadRequest, "notfound", "Changes", "changes", "before must be a change id.")
 		return
 	}
-	cs, err := rd.Catalog.Changes(int64(before.Value), views.DefaultChangesLimit)
+	cs, err := md.Catalog.Changes(int64(before.Value), views.DefaultChangesLimit)
 	if err != nil {
-		a.internal(w, r, "listing changes", err)
+		m.internal(w, r, "listing changes", err)
 		return
 	}
-	rows := views.ChangeRows(rd.Catalog, cs)
-	v := &desk.ChangesView{Changes: convertAll(rows, deskChange)}
+	rows := views.ChangeRows(md.Catalog, cs)
+	v := &ChangesView{Changes: convertAll(rows, toChange)}
 	if n := len(cs); n == views.DefaultChangesLimit && cs[n-1].Seq > 1 {
 		v.NextURL = "/changes?before=" + strconv.FormatInt(cs[n-1].Seq, 10)
 	}
-	a.renderDesk(w, r, http.StatusOK, "changes", "Changes", "changes", v)
+	m.render(w, r, http.StatusOK, "changes", "Changes", "changes", v)
 }
 
-// serveDeskChange renders /changes/<id>: one change and its diff.
-func (a *api) serveDeskChange(w http.ResponseWriter, r *http.Request, id string) {
-	rd := a.read.Load()
-	seq, ok := state.ParseSeq(id)
-	if rd == nil || !ok {
-		a.deskNotFound(w, r, "This observer has no change with that id.")
+// serveChange renders /changes/<id>: one change and its diff.
+func (m Mount) serveChange(w http.ResponseWriter, r *http.Request) {
+	md := m.model()
+	seq, ok := state.ParseSeq(r.PathValue("change_id"))
+	if md == nil || !ok {
+		m.notFound(w, r, "This observer has no change with that id.")
 		return
 	}
-	ch, err := rd.Catalog.Change(seq)
+	ch, err := md.Catalog.Change(seq)
 	if err != nil {
-		a.internal(w, r, "reading change", err)
+		m.internal(w, r, "reading change", err)
 		return
 	}
 	if ch == nil {
-		a.deskNotFound(w, r, "This observer has no change with that id.")
+		m.notFound(w, r, "This observer has no change with that id.")
 		return
 	}
-	row := views.ToChangeRow(rd.Catalog, ch)
-	c := deskChange(&row)
-	a.renderDesk(w, r, http.StatusOK, "change", "Change of "+c.Name, "changes", &desk.ChangeView{Change: c})
+	row := views.ToChangeRow(md.Catalog, ch)
+	c := toChange(&row)
+	m.render(w, r, http.StatusOK, "change", "Change of "+c.Name, "changes", &ChangeView{Change: c})
 }
 
 // changeSummary is the stored summary of a change, as crawl/diff writes it.
@@ -77,8 +76,10 @@ type changeSummary struct {
 	SerializationOnly bool `json:"serializationOnly"`
 }
 
-func deskChange(row *views.ChangeRow) desk.Change {
-	c := desk.Change{ID: row.ID, URL: "/changes/" + strconv.FormatInt(row.ID, 10), ServerID: row.TargetID,
+// toChange is one change as the pages show it, its stored summary read
+// into the tools and members it changed.
+func toChange(row *views.ChangeRow) Change {
+	c := Change{ID: row.ID, URL: "/changes/" + strconv.FormatInt(row.ID, 10), ServerID: row.TargetID,
 		Name: row.Name, ObservedAt: row.ObservedAt, FromToolSet: deref(row.FromToolset), ToToolSet: deref(row.ToToolset)}
 	if row.LabelID != nil {
 		c.LabelID, c.LabelURL = *row.LabelID, "/api/v1/labels/"+*row.LabelID
@@ -93,26 +94,26 @@ func deskChange(row *views.ChangeRow) desk.Change {
 		c.Renamed = append(c.Renamed, rn.From+" → "+rn.To)
 	}
 	for _, m := range s.Modified {
-		c.Modified = append(c.Modified, desk.ToolDiff{Tool: m.Tool, Fields: fieldDiffs(m.Fields)})
+		c.Modified = append(c.Modified, ToolDiff{Tool: m.Tool, Fields: fieldDiffs(m.Fields)})
 	}
 	return c
 }
 
 // fieldDiffs reads one tool's changed members: a word diff ([[op, text]…])
 // for text, a path list for JSON members; by member name.
-func fieldDiffs(fields map[string]json.RawMessage) []desk.FieldDiff {
+func fieldDiffs(fields map[string]json.RawMessage) []FieldDiff {
 	names := make([]string, 0, len(fields))
 	for k := range fields {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	out := make([]desk.FieldDiff, 0, len(names))
+	out := make([]FieldDiff, 0, len(names))
 	for _, name := range names {
-		f := desk.FieldDiff{Field: name}
+		f := FieldDiff{Field: name}
 		var words [][2]string
 		if json.Unmarshal(fields[name], &words) == nil {
 			for _, w := range words {
-				f.Words = append(f.Words, desk.WordRun{Op: w[0], Text: w[1]})
+				f.Words = append(f.Words, WordRun{Op: w[0], Text: w[1]})
 			}
 		} else {
 			var paths []json.RawMessage
