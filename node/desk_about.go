@@ -11,7 +11,7 @@ import (
 func (a *api) serveDeskAbout(w http.ResponseWriter, r *http.Request) {
 	v := &desk.AboutView{Origin: checkpointOrigin(a.log.Latest().Checkpoint)}
 	if a.fed != nil {
-		v.DID = a.fed.self
+		v.DID = a.fed.DID()
 	}
 	if rd := a.read.Load(); rd != nil {
 		v.PublicURL = rd.PublicBase

@@ -44,8 +44,8 @@ func (a *api) serveDeskLog(w http.ResponseWriter, r *http.Request) {
 func (a *api) logView() (*desk.LogView, error) {
 	latest := a.log.Latest()
 	v := &desk.LogView{Checkpoint: string(latest.Checkpoint)}
-	if a.fed != nil && a.fed.sub.Load() != nil {
-		v.Checkpoint = string(a.fed.cosignedCheckpoint(latest))
+	if a.fed != nil && a.fed.Submitting() {
+		v.Checkpoint = string(a.fed.CosignedCheckpoint(latest))
 	}
 	v.Witness = a.witnessView([]byte(v.Checkpoint))
 	head, err := a.latestSTH()
@@ -96,8 +96,13 @@ func (a *api) drawnTree(size uint64, root [32]byte) (*desklog.Tree, error) {
 func (a *api) witnessView(cp []byte) desk.LogWitness {
 	var p *format.Policy
 	if a.fed != nil {
-		p = a.fed.policy.Load()
+		p = a.fed.Policy()
 	}
+	return policyView(p, cp)
+}
+
+// policyView reads cp under p; nil p: no policy configured.
+func policyView(p *format.Policy, cp []byte) desk.LogWitness {
 	if p == nil {
 		return desk.LogWitness{}
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/log/awr"
-	"github.com/histor-observer/histor/log/format"
 )
 
 // visibleText is what a reader or a screen reader meets on a page: the
@@ -113,13 +112,10 @@ func TestWitnessViewUnmet(t *testing.T) {
 	l := newFedNode(t, "l", "l", false)
 	l.start(t, Config{})
 	l.appendLabel(t)
-	a := &api{log: l.node.Log(), fed: &federation{}}
-	a.fed.policy.Store(policy(t, l, w))
-	v := a.witnessView(l.node.Log().Latest().Checkpoint)
+	v := policyView(policy(t, l, w), l.node.Log().Latest().Checkpoint)
 	if !v.Configured || v.Met || v.Cosigned != 0 || v.Listed != 1 || v.Problem != "" || v.Witnesses[0].Cosigned {
 		t.Errorf("witness view of an uncosigned checkpoint: %+v", v)
 	}
-	var _ *format.Policy = a.fed.policy.Load()
 }
 
 func TestStaticFiles(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/desk"
+	"github.com/histor-observer/histor/node/federation"
 )
 
 // serveDeskNetwork renders /network: this observer and the others it
@@ -35,27 +36,27 @@ func (a *api) networkView() (*desk.NetworkView, error) {
 	if f == nil {
 		return v, nil
 	}
-	v.Self.DID = f.self
-	v.Self.Cosigners = cosigners(f.cosignedCheckpoint(head), v.Self.Origin)
-	if p := f.policy.Load(); p != nil && head.STH != nil {
-		v.Policy = policyWords(p, f.cosignedCheckpoint(head))
+	v.Self.DID = f.DID()
+	v.Self.Cosigners = cosigners(f.CosignedCheckpoint(head), v.Self.Origin)
+	if p := f.Policy(); p != nil && head.STH != nil {
+		v.Policy = policyWords(p, f.CosignedCheckpoint(head))
 	}
-	if f.wit != nil {
-		list, err := f.wit.ListEvidence()
+	if wit := f.Witness(); wit != nil {
+		list, err := wit.ListEvidence()
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range list[:min(len(list), maxEvidenceList)] {
+		for _, e := range list[:min(len(list), federation.MaxEvidenceList)] {
 			v.Evidence = append(v.Evidence, desk.Evidence{ID: e.ID, Origin: e.Origin, Kind: e.Kind.String(),
 				Seen: e.Seen.UTC().Format(time.RFC3339), URL: "/api/v1/evidence/" + e.ID})
 		}
-		for _, o := range f.wit.Logs() {
+		for _, o := range wit.Logs() {
 			if o != v.Self.Origin {
 				v.Witnessed = append(v.Witnessed, o)
 			}
 		}
 	}
-	v.Observers = f.checkedObservers(v.Evidence)
+	v.Observers = checkedObservers(f, v.Evidence)
 	return v, nil
 }
 
@@ -80,14 +81,14 @@ func policyWords(p *format.Policy, cp []byte) string {
 
 // checkedObservers are the peers whose heads this node checked, by did,
 // each marked forked when evidence names its origin.
-func (f *federation) checkedObservers(ev []desk.Evidence) []desk.NetworkObserver {
+func checkedObservers(f *federation.Federation, ev []desk.Evidence) []desk.NetworkObserver {
 	var clocks map[string]gossip.Clock
-	if g := f.gos.Load(); g != nil {
+	if g := f.Gossip(); g != nil {
 		clocks = g.Clocks()
 	}
-	f.cmu.Lock()
-	out := make([]desk.NetworkObserver, 0, len(f.checked))
-	for did, h := range f.checked {
+	checked := f.CheckedHeads()
+	out := make([]desk.NetworkObserver, 0, len(checked))
+	for did, h := range checked {
 		o := desk.NetworkObserver{DID: did, Origin: h.Checkpoint.Origin, HeadSize: h.STH.TreeSize,
 			HeadTime: catalog.FormatTime(h.STH.Time), Cosigners: slices.Clone(h.Cosigners)}
 		if k, ok := clocks[did]; ok {
@@ -96,7 +97,6 @@ func (f *federation) checkedObservers(ev []desk.Evidence) []desk.NetworkObserver
 		o.Forked = slices.ContainsFunc(ev, func(e desk.Evidence) bool { return e.Origin == o.Origin })
 		out = append(out, o)
 	}
-	f.cmu.Unlock()
 	slices.SortFunc(out, func(a, b desk.NetworkObserver) int { return strings.Compare(a.DID, b.DID) })
 	return out
 }

@@ -21,11 +21,13 @@
 //	node/check     POST /api/v1/check
 //	node/receipts  the receipts log
 //	node/notify    security events, their feeds, webhook delivery
+//	node/federation  the witness, its submitter, gossip, mirror and peer
+//	                 view upkeep, the members list, the loops between them
 //	node/mirror    verified mirrors of the peers' logs
 //	node/peers     the peer view derived from the mirrors
 //	node/audit     auditing a log from the outside
 //
 // Still in this package, to be moved the same way: the label log's routes,
-// the desk's handlers (its rendering is node/desk), the agents (AIMarket,
-// /mcp) and the federation's glue (heads, witness, gossip).
+// the desk's handlers (its rendering is node/desk), and the agents (AIMarket,
+// /mcp).
 package node

@@ -58,20 +58,14 @@ var routeTable = []apiRoute{
 	{Pattern: "/ai-market/v2/search", Methods: getOnly, serve: (*api).serveAIMarketSearch},
 	{Pattern: "/ai-market/v2/invoke", Methods: []string{http.MethodPost, http.MethodOptions}, serve: (*api).serveInvoke},
 
-	{Pattern: "/log/checkpoint", Methods: getOnly, serve: (*api).serveCosignedCheckpoint},
+	// The checkpoint with the cosignatures the federation collected (node/federation).
+	{mount: (*api).fedCheckpointRoutes},
 	{Pattern: "/log/tile/{L}/{N...}", Methods: getOnly, serve: serveTileRoute},
 	{Pattern: "/log/tile/entries/{N...}", Methods: getOnly, serve: serveTileRoute},
-	// This node's mirrors of other observers' logs, served again as tlog-tiles.
-	{Pattern: "/api/v1/mirrors", Methods: getOnly, serve: (*api).serveMirrors},
-	{Pattern: "/mirror/{did}/checkpoint", Methods: getOnly, serve: (*api).serveMirrorPath},
-	{Pattern: "/mirror/{did}/tile/{L}/{N...}", Methods: getOnly, serve: (*api).serveMirrorPath},
-	{Pattern: "/mirror/{did}/tile/entries/{N...}", Methods: getOnly, serve: (*api).serveMirrorPath},
-
-	// The witness (c2sp.org/tlog-witness, at the root) and the evidence it holds.
-	{Pattern: "/add-checkpoint", Methods: []string{http.MethodPost}, serve: (*api).serveWitness},
-	{Pattern: "/{origin_hash}/checkpoint", Methods: getOnly, serve: (*api).serveWitness},
-	{Pattern: "/api/v1/evidence", Methods: getOnly, serve: (*api).serveEvidenceList},
-	{Pattern: "/api/v1/evidence/{id}", Methods: getOnly, serve: withPathValue("id", (*api).serveEvidenceBundle)},
+	// The federation (node/federation): this node's mirrors of other observers' logs,
+	// served again as tlog-tiles; the witness (c2sp.org/tlog-witness, at the root) and the
+	// evidence it holds.
+	{mount: (*api).fedRoutes},
 
 	// The desk: HTML pages for people (node/desk, desk_*.go).
 	{Pattern: "/", Methods: getOnly, serve: (*api).serveDeskServers},
