@@ -11,6 +11,7 @@ import (
 	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/aimarket"
 	"github.com/histor-observer/histor/node/check"
+	"github.com/histor-observer/histor/node/federation"
 	"github.com/histor-observer/histor/node/logapi"
 	"github.com/histor-observer/histor/node/mcpface"
 	"github.com/histor-observer/histor/node/notify"
@@ -51,7 +52,7 @@ type api struct {
 	metrics  http.Handler            // the registry's exposition; nil: /metrics is 404
 	read     atomic.Pointer[ReadAPI] // the reading API's data; nil until set (servers.go)
 	check    *check.Checker          // POST /api/v1/check; nil answers 503
-	fed      *federation             // witness, cosigned checkpoint, evidence; nil without one
+	fed      *federation.Federation  // witness, cosigned checkpoint, evidence; nil without one
 	events   *notify.Part            // /api/v1/security-events, /security-feed.xml; nil: 503
 	mcp      *mcpface.Face           // the MCP face at /mcp; nil: 503
 	webhooks *notify.Webhooks        // the operator's delivery log; nil without subscriptions

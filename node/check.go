@@ -37,7 +37,7 @@ func (n *Node) checkConfig() check.Config {
 		Targets:  check.CatalogTargets{Catalog: n.catalog},
 		Reports:  check.CatalogReports{Catalog: n.catalog},
 		Patterns: n.cr.PatternSet(),
-		View:     n.fed.viewMembers,
+		View:     n.fed.ViewMembers,
 	}
 }
 

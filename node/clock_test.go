@@ -68,7 +68,7 @@ func TestClockJumps(t *testing.T) {
 
 	a := nodes[0].node
 	waitFor(t, 30*time.Second, "a measures b's clock", func() bool {
-		k, ok := a.fed.gos.Load().Clocks()[nodes[1].did()]
+		k, ok := a.fed.Gossip().Clocks()[nodes[1].did()]
 		return ok && k.Offset > 59*time.Minute && k.Offset < 61*time.Minute
 	})
 	w := httptest.NewRecorder()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/node/check"
+	"github.com/histor-observer/histor/node/federation"
 	"github.com/histor-observer/histor/node/receipts"
 	"github.com/histor-observer/histor/node/webhook"
 )
@@ -250,7 +251,7 @@ type Config struct {
 
 	// fed is the federation settings parsed from the fields above by
 	// Validate, so a descriptor file is read once, at start-up.
-	fed *fedSettings
+	fed *federation.Settings
 
 	// Sandbox runs the package sandbox's queue, scheduler and results
 	// handler (SandboxConfig documents each field); off unless Enabled.

@@ -20,6 +20,7 @@ import (
 	"github.com/histor-observer/histor/internal/faultfs"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/witness"
 )
 
@@ -219,14 +220,18 @@ func TestHealthReportsStoppedStores(t *testing.T) {
 	nd := tn.node
 	plan := &faultfs.Plan{Kinds: []faultfs.Op{faultfs.Write}}
 	seed := sha256.Sum256([]byte("health witness"))
+	own, err := format.NewVerifier(nd.cfg.LogOrigin, nd.id.logKey.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
 	w, err := witness.New(witness.Config{
 		Dir: "witness", FS: faultfs.Wrap(vfs.NewMem(), plan), Name: "health.test/w", Key: ed25519.NewKeyFromSeed(seed[:]),
-		Logs: map[string]note.Verifier{nd.cfg.LogOrigin: mustVerifier(nd.cfg.LogOrigin, nd.id.logKey)},
+		Logs: map[string]note.Verifier{nd.cfg.LogOrigin: own},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nd.fed.wit = w // the test node witnesses nothing; Close closes this one
+	nd.fed.SetWitness(w) // the test node witnesses nothing; Close closes this one
 	health := func() (ok bool, stores map[string]string) {
 		t.Helper()
 		var h struct {

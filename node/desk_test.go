@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/histor-observer/histor/gossip"
+	"github.com/histor-observer/histor/gossip/wire"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/format"
+	"github.com/histor-observer/histor/log/keys"
 	"github.com/histor-observer/histor/node/catalog/catalogtest"
 	"github.com/histor-observer/histor/node/desk/desktest"
 )
@@ -51,7 +55,7 @@ func newDeskNode(t *testing.T, cfg Config) *deskNode {
 	h := peerHead(t, priv, "peer.example/log", 5, 1)
 	h.Cosigners = []string{"witness.example/w1"}
 	did := awr.DIDKey(priv.Public().(ed25519.PublicKey))
-	nd.fed.setVerifiedHead(did, h)
+	nd.fed.SetCheckedHead(did, h)
 	dn := &deskNode{nd: nd, f: f, peerDID: did, srv: httptest.NewServer(nd.Handler())}
 	t.Cleanup(dn.srv.Close)
 	return dn
@@ -156,4 +160,29 @@ func TestDeskCheck(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests {
 		t.Errorf("the API after the desk's checks: %d, want 429 (one limiter)", resp.StatusCode)
 	}
+}
+
+// peerHead is a head message of the log key priv under origin, verified
+// as gossip verifies it.
+func peerHead(t *testing.T, priv ed25519.PrivateKey, origin string, size uint64, root byte) *gossip.Head {
+	t.Helper()
+	pub := priv.Public().(ed25519.PublicKey)
+	r := [32]byte{root}
+	sth, err := format.SignSTH(priv, awr.DIDKey(pub), size, r, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := keys.NoteSigner(origin, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := format.SignCheckpoint(signer, format.Checkpoint{Origin: origin, Size: size, Root: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := wire.VerifyHead(wire.EncodeHead(sth, cp), pub, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/node/check"
 	"github.com/histor-observer/histor/node/desk"
+	"github.com/histor-observer/histor/node/federation"
 	"github.com/histor-observer/histor/witness"
 )
 
@@ -39,30 +40,28 @@ func (a *api) deskMount() desk.Mount {
 }
 
 // deskFederation reads the federation as the desk's pages do.
-type deskFederation struct{ f *federation }
+type deskFederation struct{ f *federation.Federation }
 
-func (d deskFederation) DID() string                    { return d.f.self }
-func (d deskFederation) Cosigned(head hlog.Head) []byte { return d.f.cosignedCheckpoint(head) }
-func (d deskFederation) Policy() *format.Policy         { return d.f.policy.Load() }
+func (d deskFederation) DID() string                    { return d.f.DID() }
+func (d deskFederation) Cosigned(head hlog.Head) []byte { return d.f.CosignedCheckpoint(head) }
+func (d deskFederation) Policy() *format.Policy         { return d.f.Policy() }
 
 func (d deskFederation) Witness() desk.Witness {
-	if d.f.wit == nil {
-		return nil
+	if w := d.f.Witness(); w != nil {
+		return deskWitness{w}
 	}
-	return deskWitness{d.f.wit}
+	return nil
 }
 
 // Peers are the last heads checked, by did, with the clocks gossip measured.
 func (d deskFederation) Peers() []desk.PeerHead {
-	f := d.f
 	var clocks map[string]gossip.Clock
-	if g := f.gos.Load(); g != nil {
+	if g := d.f.Gossip(); g != nil {
 		clocks = g.Clocks()
 	}
-	f.cmu.Lock()
-	defer f.cmu.Unlock()
-	out := make([]desk.PeerHead, 0, len(f.checked))
-	for did, h := range f.checked {
+	checked := d.f.CheckedHeads()
+	out := make([]desk.PeerHead, 0, len(checked))
+	for did, h := range checked {
 		p := desk.PeerHead{DID: did, Origin: h.Checkpoint.Origin, Size: h.STH.TreeSize, Time: h.STH.Time,
 			Cosigners: slices.Clone(h.Cosigners)}
 		if k, ok := clocks[did]; ok {
@@ -84,7 +83,7 @@ func (d deskWitness) Evidence() ([]desk.HeldEvidence, error) {
 	if err != nil {
 		return nil, err
 	}
-	list = list[:min(len(list), maxEvidenceList)]
+	list = list[:min(len(list), federation.MaxEvidenceList)]
 	out := make([]desk.HeldEvidence, len(list))
 	for i, e := range list {
 		out[i] = desk.HeldEvidence{ID: e.ID, Origin: e.Origin, Kind: e.Kind.String(), Seen: e.Seen}

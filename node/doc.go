@@ -25,10 +25,13 @@
 //	node/notify    security events, their feeds, webhook delivery
 //	node/aimarket  the AIMarket peer: .well-known, manifest, search, invoke
 //	node/mcpface   the MCP face at /mcp
+//	node/federation the witness, its submitter, gossip, mirror and peer-view
+//	               upkeep, the members list, the loops between them
 //	node/mirror    verified mirrors of the peers' logs
 //	node/peers     the peer view derived from the mirrors
 //	node/audit     auditing a log from the outside
 //
-// Still in this package, to be moved the same way: the federation's glue
-// (heads, witness, gossip).
+// What stays in this package: the lifecycle that opens and closes the
+// parts in order (parts.go) and the route table that mounts them, with the
+// thin adapters each part's interfaces need.
 package node

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 
+	"github.com/histor-observer/histor/node/federation"
 	"github.com/histor-observer/histor/node/notify"
 	"github.com/histor-observer/histor/node/peers"
 )
@@ -38,11 +39,11 @@ func (n *Node) closeEvents() error {
 
 // fedSplits is the federation's peer view as the notifications part reads
 // it.
-type fedSplits struct{ f *federation }
+type fedSplits struct{ f *federation.Federation }
 
 // SplitView is the peer view now, or nil while there is none.
 func (s fedSplits) SplitView() notify.SplitView {
-	pv := s.f.peers.Load()
+	pv := s.f.Peers()
 	if pv == nil {
 		return nil
 	}
@@ -73,11 +74,11 @@ func (s peerSplits) Split(id string) (notify.Split, error) {
 
 // fedEvidence is the witness's evidence as the notifications part reads it;
 // none without a witness.
-type fedEvidence struct{ f *federation }
+type fedEvidence struct{ f *federation.Federation }
 
 // ListEvidence lists the equivocation bundles the witness holds.
 func (e fedEvidence) ListEvidence() ([]notify.EvidenceItem, error) {
-	w := e.f.wit
+	w := e.f.Witness()
 	if w == nil {
 		return nil, nil
 	}

@@ -266,7 +266,7 @@ func BenchmarkFederation(b *testing.B) {
 	// neighbours hold its first.
 	waitFor(b, 60*time.Second, "ring neighbours connected", func() bool {
 		for i, bn := range nodes {
-			heads := bn.node.fed.gossipNode().Heads()
+			heads := bn.node.fed.Gossip().Heads()
 			for k := 1; k <= benchWitnesses; k++ {
 				if heads[nodes[(i+k)%n].did()] == nil || heads[nodes[(i-k+n)%n].did()] == nil {
 					return false
@@ -280,7 +280,7 @@ func BenchmarkFederation(b *testing.B) {
 	}
 	waitFor(b, 60*time.Second, "the federation connected", func() bool {
 		for _, bn := range nodes {
-			heads := bn.node.fed.gossipNode().Heads()
+			heads := bn.node.fed.Gossip().Heads()
 			for _, p := range nodes {
 				if p != bn && (heads[p.did()] == nil || heads[p.did()].STH.TreeSize == 0) {
 					return false
@@ -306,7 +306,7 @@ func BenchmarkFederation(b *testing.B) {
 				if bn == src {
 					continue
 				}
-				if h := bn.node.fed.gossipNode().Heads()[src.did()]; h == nil || h.STH.TreeSize < size {
+				if h := bn.node.fed.Gossip().Heads()[src.did()]; h == nil || h.STH.TreeSize < size {
 					return false
 				}
 			}
@@ -342,7 +342,7 @@ func cosignatures(src *benchObserver, size uint64) int {
 	if h.Size < size {
 		return 0
 	}
-	cp := src.node.fed.cosignedCheckpoint(h)
+	cp := src.node.fed.CosignedCheckpoint(h)
 	return strings.Count(string(cp), "\n— ") - 1
 }
 
@@ -394,7 +394,7 @@ func evidenceReach(b *testing.B, nodes []*benchObserver) time.Duration {
 	}
 	waitFor(b, 30*time.Second, "the evidence reached every observer", func() bool {
 		for _, bn := range nodes {
-			list, err := bn.node.fed.wit.ListEvidence()
+			list, err := bn.node.fed.Witness().ListEvidence()
 			if err != nil || !slices.ContainsFunc(list, func(e witness.Evidence) bool { return e.Origin == src.origin }) {
 				return false
 			}
@@ -527,7 +527,7 @@ func BenchmarkFederationAgreement(b *testing.B) {
 		Crawl: crawl.Config{Registry: target.registry, AllowPrivateTargets: true}}, true)
 	waitFor(b, 60*time.Second, "every observer holds a head of every other", func() bool {
 		for _, bn := range nodes {
-			heads := bn.node.fed.gossipNode().Heads()
+			heads := bn.node.fed.Gossip().Heads()
 			for _, p := range nodes {
 				if p != bn && heads[p.did()] == nil {
 					return false

@@ -5,9 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestReloadMembers grows and shrinks a running federation through its members file, as
@@ -37,7 +36,7 @@ func TestReloadMembers(t *testing.T) {
 	c.start(t, Config{Peers: []string{a.descriptorFile(t)}})
 	waitConnected(t, []*fedNode{a, b})
 	c.appendLabel(t)
-	if a.node.fed.gossipNode().Heads()[c.did()] != nil {
+	if a.node.fed.Gossip().Heads()[c.did()] != nil {
 		t.Fatal("a counts c before its members file names it")
 	}
 
@@ -46,7 +45,7 @@ func TestReloadMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "a mirrors c", func() error {
-		if m := a.node.fed.mirror.Load(); m.Size(c.did()) != c.node.Log().Size() {
+		if m := a.node.fed.Mirror(); m.Size(c.did()) != c.node.Log().Size() {
 			return fmt.Errorf("mirror of c at %d, c's log at %d", m.Size(c.did()), c.node.Log().Size())
 		}
 		return nil
@@ -59,10 +58,10 @@ func TestReloadMembers(t *testing.T) {
 	if err := a.node.ReloadMembers(); err == nil {
 		t.Fatal("a members file that does not parse was taken")
 	}
-	if got := testutil.ToFloat64(a.node.fed.metrics.reloads.WithLabelValues("refused")); got != 1 {
+	if got := fedSeries(t, a, "histor_federation_member_reloads_total", "refused"); got != 1 {
 		t.Errorf("refused reloads %v, want 1", got)
 	}
-	if !slices.Contains(a.node.fed.gossipNode().Connected(), c.did()) {
+	if !slices.Contains(a.node.fed.Gossip().Connected(), c.did()) {
 		t.Fatal("a refused file changed the members")
 	}
 
@@ -71,12 +70,38 @@ func TestReloadMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "b dropped", func() error {
-		if slices.Contains(a.node.fed.gossipNode().Connected(), b.did()) {
+		if slices.Contains(a.node.fed.Gossip().Connected(), b.did()) {
 			return fmt.Errorf("a is still connected to b")
 		}
 		return nil
 	})
-	if got := testutil.ToFloat64(a.node.fed.metrics.members); got != 1 {
+	if got := fedSeries(t, a, "histor_federation_members", ""); got != 1 {
 		t.Errorf("members gauge %v, want 1", got)
+	}
+}
+
+// fedSeries is the value of the federation's series name in fn's registry: the one whose
+// result label is result, or the only one when result is "".
+func fedSeries(t *testing.T, fn *fedNode, name, result string) float64 {
+	t.Helper()
+	for _, m := range gatheredFamilies(t, fn.node.cfg.Registry)[name].GetMetric() {
+		if result != "" && label(m, "result") != result {
+			continue
+		}
+		if c := m.GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return m.GetGauge().GetValue()
+	}
+	return 0
+}
+
+// TestMembersFileAtStart: at start, a members file that does not parse refuses the config.
+func TestMembersFileAtStart(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "members")
+	os.WriteFile(bad, []byte("did:key:nonsense\n"), 0o644)
+	cfg := Config{DataDir: t.TempDir(), P2PListen: []string{"/ip4/127.0.0.1/tcp/4001"}, MembersFile: bad}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "nonsense") {
+		t.Errorf("a bad members file at start: %v", err)
 	}
 }

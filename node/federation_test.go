@@ -338,7 +338,7 @@ func waitConnected(t *testing.T, nodes []*fedNode) {
 	t.Helper()
 	for _, n := range nodes {
 		eventually(t, n.name+" has its peers' heads", func() error {
-			heads := n.node.fed.gossipNode().Heads()
+			heads := n.node.fed.Gossip().Heads()
 			for _, p := range nodes {
 				if p != n && heads[p.did()] == nil {
 					return fmt.Errorf("no head of %s", p.name)
@@ -357,7 +357,10 @@ func holdsEvidence(t *testing.T, n *fedNode, v note.Verifier) error {
 		return fmt.Errorf("/api/v1/evidence: %d", status)
 	}
 	var list struct {
-		Evidence []evidenceEntry `json:"evidence"`
+		Evidence []struct {
+			Origin string `json:"origin"`
+			URL    string `json:"url"`
+		} `json:"evidence"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
 		return err

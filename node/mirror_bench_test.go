@@ -152,7 +152,7 @@ func BenchmarkMirrorFederation(b *testing.B) {
 // current observation: three observers, one digest.
 func viewsComplete(nodes []*benchObserver, fleet *benchFleet, n int) bool {
 	for _, bn := range nodes {
-		view := bn.node.fed.peers.Load()
+		view := bn.node.fed.Peers()
 		for i := range n {
 			a := view.Agreement(fleet.id(i))
 			if a.Counts.Observers != len(nodes) || a.Status != peers.Unanimous {

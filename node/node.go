@@ -21,6 +21,7 @@ import (
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/keys"
 	"github.com/histor-observer/histor/node/catalog"
+	"github.com/histor-observer/histor/node/federation"
 	"github.com/histor-observer/histor/node/notify"
 	"github.com/histor-observer/histor/node/pkgruns"
 	"github.com/histor-observer/histor/node/receipts"
@@ -62,7 +63,7 @@ type Node struct {
 	// write-held by Close, so no part is closed under a request.
 	serving sync.RWMutex
 
-	fed *federation // the federation's keys and parts (federation.go)
+	fed *federation.Federation // the federation's keys and parts (node/federation)
 
 	// ready is closed (once, by readyOnce) when Serve first answers on its listener.
 	ready     chan struct{}
@@ -93,7 +94,7 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	fed := newFederation(seed, cfg.Logger)
+	fed := newFederation(cfg, id, seed)
 	return &Node{cfg: cfg, id: id, metrics: newHTTPMetrics(), slots: make(chan struct{}, cfg.MaxInFlight), fed: fed,
 		ready: make(chan struct{})}, nil
 }

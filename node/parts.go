@@ -29,16 +29,14 @@ type part struct {
 // parts is the node's parts in opening order. Each open sets the Node field
 // the later parts read; each close clears it. Both run under n.mu.
 func (n *Node) parts() []part {
-	return []part{
+	ps := []part{
 		{"metrics", n.openMetrics, n.closeMetrics},
 		{"log", n.openLog, n.closeLog},
 		{"receipts", n.openReceipts, n.closeReceipts},
-		{"witness", n.openWitness, n.closeWitness},
-		{"witness submitter", n.openSubmitter, n.closeSubmitter},
-		{"gossip", n.openGossip, n.closeGossip},
-		{"mirror", n.openMirror, n.closeMirror},
-		{"peers", n.openPeers, n.closePeers},
-		{"federation", n.openFederation, n.closeFederation},
+	}
+	// The witness, its submitter, gossip, the mirror, the peers and their loops.
+	ps = append(ps, n.fedParts()...)
+	return append(ps, []part{
 		{"crawl state", n.openState, n.closeState},
 		{"crawler", n.openCrawler, n.closeCrawler},
 		{"catalog", n.openCatalog, n.closeCatalog},
@@ -47,7 +45,7 @@ func (n *Node) parts() []part {
 		{"crawls", n.openCrawls, n.closeCrawls},
 		{"sandbox", n.openSandbox, n.closeSandbox},
 		{"api", n.openAPI, n.closeAPI},
-	}
+	}...)
 }
 
 // openParts opens ps in order; if one fails, it closes the ones already
@@ -79,7 +77,7 @@ func closeParts(ps []part) error {
 // openMetrics registers the API's and the federation's series (counted
 // since New) with the Registry; the log and the crawler register their own as they open.
 func (n *Node) openMetrics(context.Context) error {
-	return n.metrics.register(n.cfg.registerer(), n.cfg.Registry, n.fed.metrics.collectors()...)
+	return n.metrics.register(n.cfg.registerer(), n.cfg.Registry, n.fed.Collectors()...)
 }
 
 func (n *Node) closeMetrics() error {
@@ -97,7 +95,7 @@ func (n *Node) openLog(ctx context.Context) error {
 		CacheBytes: n.cfg.CacheBytes,
 		Now:        n.cfg.Now,
 		Registerer: n.cfg.registerer(),
-		OnHead:     n.fed.onLogHead,
+		OnHead:     n.fed.OnLogHead,
 	})
 	if err != nil {
 		return err
@@ -223,7 +221,7 @@ func (n *Node) crawlAndReload() func(context.Context) (*crawl.Summary, error) {
 		if oerr != nil {
 			logger.Error("making our observations for the peer view", "err", oerr)
 		}
-		f.addOwn(ctx, own)
+		f.AddOwn(ctx, own)
 		ev.Kick()
 		n.afterCrawl()
 		return sum, err
@@ -252,7 +250,7 @@ func (n *Node) ownPublisher() func(ctx context.Context, ids []string) {
 		if err != nil {
 			logger.Error("making our observations for the peer view", "err", err)
 		}
-		f.addOwn(ctx, own)
+		f.AddOwn(ctx, own)
 		ev.Kick()
 	}
 }
@@ -337,13 +335,13 @@ func (n *Node) stoppedStores() map[string]string {
 			out[name] = err.Error()
 		}
 	}
-	if w := n.fed.wit; w != nil {
+	if w := n.fed.Witness(); w != nil {
 		add("witness", w)
 	}
-	if m := n.fed.mirror.Load(); m != nil {
+	if m := n.fed.Mirror(); m != nil {
 		add("mirror", m)
 	}
-	if p := n.fed.peers.Load(); p != nil {
+	if p := n.fed.Peers(); p != nil {
 		add("peers", p)
 	}
 	if st := n.state; st != nil {

@@ -23,7 +23,7 @@ func (a *api) peerView() views.Peers {
 	if a.fed == nil {
 		return nil
 	}
-	s := a.fed.peers.Load()
+	s := a.fed.Peers()
 	if s == nil {
 		return nil
 	}

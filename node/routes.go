@@ -42,20 +42,14 @@ var routeTable = []apiRoute{
 	{mount: func(a *api) []Route { return receipts.Routes(a.receipts) }},
 	{mount: (*api).aimarketRoutes},
 
-	{Pattern: "/log/checkpoint", Methods: getOnly, serve: (*api).serveCosignedCheckpoint},
+	// The checkpoint with the cosignatures the federation collected (node/federation).
+	{mount: (*api).fedCheckpointRoutes},
 	// The label log's C2SP tiles (node/logapi).
 	{mount: (*api).tileRoutes},
-	// This node's mirrors of other observers' logs, served again as tlog-tiles.
-	{Pattern: "/api/v1/mirrors", Methods: getOnly, serve: (*api).serveMirrors},
-	{Pattern: "/mirror/{did}/checkpoint", Methods: getOnly, serve: (*api).serveMirrorPath},
-	{Pattern: "/mirror/{did}/tile/{L}/{N...}", Methods: getOnly, serve: (*api).serveMirrorPath},
-	{Pattern: "/mirror/{did}/tile/entries/{N...}", Methods: getOnly, serve: (*api).serveMirrorPath},
-
-	// The witness (c2sp.org/tlog-witness, at the root) and the evidence it holds.
-	{Pattern: "/add-checkpoint", Methods: []string{http.MethodPost}, serve: (*api).serveWitness},
-	{Pattern: "/{origin_hash}/checkpoint", Methods: getOnly, serve: (*api).serveWitness},
-	{Pattern: "/api/v1/evidence", Methods: getOnly, serve: (*api).serveEvidenceList},
-	{Pattern: "/api/v1/evidence/{id}", Methods: getOnly, serve: withPathValue("id", (*api).serveEvidenceBundle)},
+	// The federation (node/federation): this node's mirrors of other observers' logs,
+	// served again as tlog-tiles; the witness (c2sp.org/tlog-witness, at the root) and the
+	// evidence it holds.
+	{mount: (*api).fedRoutes},
 
 	// The desk: HTML pages for people, the Log page and its static files
 	// (node/desk).

@@ -286,7 +286,7 @@ func checkTinyRun(t *testing.T, n *Node, id string) {
 // federation (and so its gossip) at once, with no crawl after them.
 func checkOwnView(t *testing.T, n *Node, id string) {
 	t.Helper()
-	s := n.fed.peers.Load()
+	s := n.fed.Peers()
 	obs, err := s.Observers(id)
 	if err != nil {
 		t.Fatal(err)

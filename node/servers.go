@@ -52,4 +52,3 @@ func (a *api) setReadAPI(r *ReadAPI) { a.read.Store(r) }
 func (a *api) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 	httpx.WriteJSON(w, r, a.logger, v)
 }
-

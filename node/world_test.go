@@ -182,13 +182,13 @@ func (w *world) awaitSplit(t *testing.T) {
 	for try := 0; ; try++ {
 		deadline := time.Now().Add(3 * time.Second)
 		for time.Now().Before(deadline) {
-			if slices.Contains(w.a.node.fed.splitServers(), id) {
+			if slices.Contains(w.a.node.fed.SplitServers(), id) {
 				return
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		if try == 5 {
-			t.Fatalf("a never held %s split: %v", twoFacedName, w.a.node.fed.splitServers())
+			t.Fatalf("a never held %s split: %v", twoFacedName, w.a.node.fed.SplitServers())
 		}
 		w.crawl(t, w.b)
 	}

@@ -1,4 +1,4 @@
-package node
+package federation
 
 import (
 	"errors"
@@ -7,18 +7,23 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/gossip"
+	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/node/mirror"
 )
 
 // serveMirrors answers /api/v1/mirrors: every observer's log this node mirrors, how far,
 // and what the last sync met.
-func (a *api) serveMirrors(w http.ResponseWriter, r *http.Request) {
+func (mt Mount) serveMirrors(w http.ResponseWriter, r *http.Request) {
 	list := []mirrorEntry{}
 	var clocks map[string]gossip.Clock
-	if g := a.fed.gos.Load(); g != nil {
-		clocks = g.Clocks()
+	var m *mirror.Store
+	if f := mt.Federation(); f != nil {
+		if g := f.gos.Load(); g != nil {
+			clocks = g.Clocks()
+		}
+		m = f.mirror.Load()
 	}
-	if m := a.fed.mirror.Load(); m != nil {
+	if m != nil {
 		for _, st := range m.Statuses() {
 			e := mirrorEntry{Status: st}
 			if k, ok := clocks[st.Observer]; ok {
@@ -27,7 +32,7 @@ func (a *api) serveMirrors(w http.ResponseWriter, r *http.Request) {
 			list = append(list, e)
 		}
 	}
-	a.writeJSON(w, r, map[string]any{"mirrors": list})
+	httpx.WriteJSON(w, r, mt.Logger, map[string]any{"mirrors": list})
 }
 
 // mirrorEntry is one mirror's status and, when measured, its observer's clock offset.
@@ -45,10 +50,13 @@ type clockJSON struct {
 
 // serveMirrorPath answers /mirror/<did>/checkpoint and /mirror/<did>/tile/…: the
 // observer's log as this node holds it, the bytes the observer signed.
-func (a *api) serveMirrorPath(w http.ResponseWriter, r *http.Request) {
-	m := a.fed.mirror.Load()
+func (mt Mount) serveMirrorPath(w http.ResponseWriter, r *http.Request) {
+	var m *mirror.Store
+	if f := mt.Federation(); f != nil {
+		m = f.mirror.Load()
+	}
 	if m == nil {
-		a.fail(w, http.StatusNotFound, "this node mirrors no log")
+		httpx.WriteDetail(w, http.StatusNotFound, "this node mirrors no log")
 		return
 	}
 	did := r.PathValue("did")
@@ -56,13 +64,13 @@ func (a *api) serveMirrorPath(w http.ResponseWriter, r *http.Request) {
 	body, err := readMirror(m, did, rest)
 	switch {
 	case errors.Is(err, mirror.ErrNotFound):
-		a.fail(w, http.StatusNotFound, "not in this node's mirror")
+		httpx.WriteDetail(w, http.StatusNotFound, "not in this node's mirror")
 		return
 	case errors.Is(err, mirror.ErrMalformed):
-		a.fail(w, http.StatusBadRequest, err.Error())
+		httpx.WriteDetail(w, http.StatusBadRequest, err.Error())
 		return
 	case err != nil:
-		a.internal(w, r, "reading the mirror", err)
+		httpx.Internal(w, r, mt.Logger, "reading the mirror", err)
 		return
 	}
 	h := w.Header()

@@ -1,4 +1,4 @@
-package node
+package federation
 
 import (
 	"context"
@@ -42,11 +42,7 @@ func peerHead(t *testing.T, priv ed25519.PrivateKey, origin string, size uint64,
 // TestPeerHeadRules: a peer is known under the first origin its heads
 // name, and a peer this node holds evidence about makes no more of it.
 func TestPeerHeadRules(t *testing.T) {
-	seed, err := keys.NewSeed(make([]byte, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFederation(seed, slog.New(slog.DiscardHandler))
+	f := New(Config{Logger: slog.New(slog.DiscardHandler)})
 	_, priv, _ := ed25519.GenerateKey(nil)
 	did := awr.DIDKey(priv.Public().(ed25519.PublicKey))
 	ctx := context.Background()

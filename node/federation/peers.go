@@ -1,16 +1,12 @@
-package node
+package federation
 
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/netip"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -24,7 +20,7 @@ import (
 
 // onPeerHead is gossip's OnHead: it keeps the head for the peer loop, which
 // fetches proofs, so gossip's goroutines never wait on a peer.
-func (f *federation) onPeerHead(h *gossip.Head) {
+func (f *Federation) onPeerHead(h *gossip.Head) {
 	f.mu.Lock()
 	if cur := f.peerHeads[h.STH.Log]; cur == nil || cur.STH.TreeSize <= h.STH.TreeSize {
 		f.peerHeads[h.STH.Log] = h
@@ -38,7 +34,7 @@ func (f *federation) onPeerHead(h *gossip.Head) {
 
 // peerLoop checks the peers' new heads one at a time, then proves the
 // peers' new observations under them.
-func (f *federation) peerLoop(ctx context.Context) {
+func (f *Federation) peerLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -63,7 +59,7 @@ func (f *federation) peerLoop(ctx context.Context) {
 // proof the peer serves that verifies. Anything else is evidence. A proof
 // that cannot be fetched leaves the last verified head as it is, so the
 // next head is checked from it.
-func (f *federation) checkPeerHead(ctx context.Context, h *gossip.Head) {
+func (f *Federation) checkPeerHead(ctx context.Context, h *gossip.Head) {
 	v, err := headVerifier(h)
 	if err != nil {
 		f.logger.Error("checking a peer's head", "err", err)
@@ -106,7 +102,7 @@ func (f *federation) checkPeerHead(ctx context.Context, h *gossip.Head) {
 	f.setVerifiedHead(did, h)
 }
 
-func (f *federation) fetchConsistency(ctx context.Context, did string, first, second uint64) ([][32]byte, error) {
+func (f *Federation) fetchConsistency(ctx context.Context, did string, first, second uint64) ([][32]byte, error) {
 	g := f.gos.Load()
 	if g == nil {
 		return nil, errors.New("gossip is not running")
@@ -118,7 +114,7 @@ func (f *federation) fetchConsistency(ctx context.Context, did string, first, se
 
 // witnessPeer makes the witness witness a peer's log, as its heads name it
 // (a peer given by did:key is known by its origin only from them).
-func (f *federation) witnessPeer(v note.Verifier) {
+func (f *Federation) witnessPeer(v note.Verifier) {
 	if have := f.verifier(v.Name()); have != nil && have.KeyHash() == v.KeyHash() {
 		return
 	}
@@ -135,8 +131,8 @@ func (f *federation) witnessPeer(v note.Verifier) {
 
 // gossipLog is what gossip serves of this node's log.
 type gossipLog struct {
-	log *hlog.Log
-	f   *federation
+	log Log
+	f   *Federation
 }
 
 func (g gossipLog) Latest() (sth, checkpoint []byte) {
@@ -144,7 +140,7 @@ func (g gossipLog) Latest() (sth, checkpoint []byte) {
 	if h.STH == nil {
 		return nil, nil
 	}
-	return h.STH, g.f.cosignedCheckpoint(h)
+	return h.STH, g.f.CosignedCheckpoint(h)
 }
 
 func (g gossipLog) ConsistencyProof(first, second uint64) ([][32]byte, error) {
@@ -222,76 +218,3 @@ func answerType(status int, body []byte) string {
 	}
 	return "text/plain; charset=utf-8"
 }
-
-// DescriptorPath is where a node running gossip writes its signed observer
-// descriptor at start, for its peers' Config.Peers: DataDir/observer.descriptor.
-func (n *Node) DescriptorPath() string { return filepath.Join(n.cfg.DataDir, "observer.descriptor") }
-
-// writeDescriptor signs this observer's descriptor and writes it to
-// DescriptorPath.
-func (n *Node) writeDescriptor() ([]byte, error) { return n.WriteDescriptor(n.DescriptorPath()) }
-
-// WriteDescriptor signs this observer's descriptor as it would at start and writes it to
-// path (through a temporary file renamed over it), for peers to configure before this node
-// first runs; the node need not be open.
-func (n *Node) WriteDescriptor(path string) ([]byte, error) {
-	desc, err := n.descriptor()
-	if err != nil {
-		return nil, err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, desc, 0o644); err != nil {
-		return nil, fmt.Errorf("writing observer descriptor: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return nil, fmt.Errorf("writing observer descriptor: %w", err)
-	}
-	return desc, nil
-}
-
-// PeerID is the libp2p peer ID of this node's gossip host, derived from its seed.
-func (n *Node) PeerID() string {
-	return format.PeerIDFromKey(n.fed.p2pKey.Public().(ed25519.PublicKey))
-}
-
-// descriptor binds the log key to the witness and host keys, the listen
-// addresses a peer can dial (not the unspecified ones) and the public URL:
-// PublicURL when it is https, else https:// and the origin's host part (a
-// descriptor names an https URL only).
-func (n *Node) descriptor() ([]byte, error) {
-	cos, err := format.NewCosigner(n.cfg.WitnessName, n.fed.witnessKey.Public().(ed25519.PublicKey))
-	if err != nil {
-		return nil, fmt.Errorf("making observer descriptor: %w", err)
-	}
-	var addrs []string
-	for _, a := range n.cfg.P2PListen {
-		if !unspecifiedAddr(a) {
-			addrs = append(addrs, a)
-		}
-	}
-	url := n.cfg.PublicURL
-	if !strings.HasPrefix(url, "https://") {
-		host, _, _ := strings.Cut(n.cfg.LogOrigin, "/")
-		url = "https://" + host
-	}
-	desc, err := format.SignObserver(n.id.logKey, format.Observer{Origin: n.cfg.LogOrigin, Witness: cos,
-		P2PKey: n.fed.p2pKey.Public().(ed25519.PublicKey), Addrs: addrs, URL: url, Time: uint64(n.now().Unix())})
-	if err != nil {
-		return nil, fmt.Errorf("making observer descriptor: %w", err)
-	}
-	return desc, nil
-}
-
-// unspecifiedAddr: /ip4/0.0.0.0/… or /ip6/::/….
-func unspecifiedAddr(a string) bool {
-	parts := strings.Split(a, "/")
-	if len(parts) < 3 || (parts[1] != "ip4" && parts[1] != "ip6") {
-		return false
-	}
-	ip, err := netip.ParseAddr(parts[2])
-	return err == nil && ip.IsUnspecified()
-}
-
-// Descriptor returns this node's signed observer descriptor as it would
-// write it now; the node need not be open.
-func (n *Node) Descriptor() ([]byte, error) { return n.descriptor() }

@@ -1,4 +1,4 @@
-package node
+package federation
 
 import (
 	"crypto/ed25519"
@@ -20,6 +20,8 @@ import (
 // Bounds of the federation settings: each list is read at start-up and
 // held in memory, and each peer is a connection kept open.
 const (
+	// MaxPeers bounds Peers, with the members file's; MaxAllowList the observers allowed;
+	// MaxWitnessLogs WitnessLogs; MaxWitnesses Witnesses.
 	MaxPeers       = 256
 	MaxAllowList   = 4096
 	MaxWitnessLogs = 1024
@@ -30,59 +32,48 @@ const (
 	MaxMembersFileBytes = 1 << 20
 )
 
-// fedSettings is Config's federation fields, parsed and checked.
-type fedSettings struct {
-	peers     []fedPeer
+// Settings is the federation's members and witnesses, parsed and checked (ParseSettings).
+type Settings struct {
+	peers     []member
 	allow     []string                 // AllowList and every peer's did:key, without repeats
 	logs      map[string]note.Verifier // WitnessLogs and descriptor peers' logs, by origin
 	witnesses []submit.Witness         // Witnesses
 	policy    *format.Policy           // WitnessPolicy's, nil when none was given
 }
 
-// fedPeer is one entry of Config.Peers.
-type fedPeer struct {
+// member is one entry of Members.Peers.
+type member struct {
 	did  string
 	pub  ed25519.PublicKey // the peer's log key, from its did:key
 	desc *format.Observer  // nil for a did:key=multiaddr peer
 	gp   gossip.Peer
 }
 
-// checkFederation parses the federation fields into c.fed.
-func (c *Config) checkFederation() error {
-	if (len(c.Peers) > 0 || c.MembersFile != "") && len(c.P2PListen) == 0 {
-		return errors.New("config: Peers and a MembersFile need a P2PListen address (the gossip host)")
-	}
-	if c.GossipHeartbeat < 0 {
-		return errors.New("config: GossipHeartbeat must not be negative")
-	}
-	if c.MirrorPoll < 0 || c.MirrorMaxBundleBytes < 0 {
-		return errors.New("config: MirrorPoll and MirrorMaxBundleBytes must not be negative")
-	}
-	for name, n := range map[string][2]int{"WitnessLogs": {len(c.WitnessLogs), MaxWitnessLogs}, "Witnesses": {len(c.Witnesses), MaxWitnesses}} {
-		if n[0] > n[1] {
-			return fmt.Errorf("config: %s has %d entries, at most %d", name, n[0], n[1])
-		}
-	}
-	for _, a := range c.P2PListen {
-		if err := format.CheckMultiaddr(a); err != nil {
-			return fmt.Errorf("config: P2PListen %q: %w", a, err)
-		}
-	}
-	fed, err := parseFederation(c)
-	if err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	c.fed = fed
-	return nil
+// Members is where the federation's settings come from: the node's flags and its members
+// file. Each field is the node Config's field of that name.
+type Members struct {
+	// Peers are the peers, each a descriptor file's path or "did:key:…=<multiaddr>".
+	Peers []string
+	// AllowList are the did:keys of further observers this node counts.
+	AllowList []string
+	// MembersFile names a file of further Peers and AllowList entries, one a line; "": none.
+	// A reload reads it again.
+	MembersFile string
+	// WitnessLogs are further logs the witness cosigns, each "ORIGIN=VKEY".
+	WitnessLogs []string
+	// Witnesses are the external witnesses each checkpoint is submitted to.
+	Witnesses []string
+	// WitnessPolicy is a c2sp.org/tlog-policy file's path; "": the default policy.
+	WitnessPolicy string
 }
 
-// parseFederation reads the federation settings: Config's fields, the members file and
-// every descriptor file they name. A reload of the members file runs it again.
-func parseFederation(c *Config) (*fedSettings, error) {
-	fed := &fedSettings{logs: map[string]note.Verifier{}}
-	specs, allow := c.Peers, c.AllowList
-	if c.MembersFile != "" {
-		mf, err := readMembersFile(c.MembersFile)
+// ParseSettings reads the federation settings: m's fields, the members file and every
+// descriptor file they name. A reload of the members file runs it again.
+func ParseSettings(m Members) (*Settings, error) {
+	fed := &Settings{logs: map[string]note.Verifier{}}
+	specs, allow := m.Peers, m.AllowList
+	if m.MembersFile != "" {
+		mf, err := readMembersFile(m.MembersFile)
 		if err != nil {
 			return nil, fmt.Errorf("MembersFile: %w", err)
 		}
@@ -96,7 +87,7 @@ func parseFederation(c *Config) (*fedSettings, error) {
 		if err != nil {
 			return nil, fmt.Errorf("Peers %q: %w", spec, err)
 		}
-		if slices.ContainsFunc(fed.peers, func(q fedPeer) bool { return q.did == p.did }) {
+		if slices.ContainsFunc(fed.peers, func(q member) bool { return q.did == p.did }) {
 			return nil, fmt.Errorf("Peers: %s is listed twice", p.did)
 		}
 		fed.peers = append(fed.peers, p)
@@ -104,7 +95,7 @@ func parseFederation(c *Config) (*fedSettings, error) {
 	if err := fed.setAllowList(allow); err != nil {
 		return nil, err
 	}
-	for _, spec := range c.WitnessLogs {
+	for _, spec := range m.WitnessLogs {
 		if err := fed.addWitnessLog(spec); err != nil {
 			return nil, fmt.Errorf("WitnessLogs %q: %w", spec, err)
 		}
@@ -117,11 +108,11 @@ func parseFederation(c *Config) (*fedSettings, error) {
 		}
 	}
 	var err error
-	if fed.witnesses, err = submit.ParseWitnesses(c.Witnesses); err != nil {
+	if fed.witnesses, err = submit.ParseWitnesses(m.Witnesses); err != nil {
 		return nil, fmt.Errorf("Witnesses: %w", err)
 	}
-	if c.WitnessPolicy != "" {
-		if fed.policy, err = readPolicy(c.WitnessPolicy); err != nil {
+	if m.WitnessPolicy != "" {
+		if fed.policy, err = readPolicy(m.WitnessPolicy); err != nil {
 			return nil, fmt.Errorf("WitnessPolicy: %w", err)
 		}
 	}
@@ -129,29 +120,29 @@ func parseFederation(c *Config) (*fedSettings, error) {
 }
 
 // parsePeer reads "did:key:…=<multiaddr>" or a descriptor file.
-func parsePeer(spec string) (fedPeer, error) {
+func parsePeer(spec string) (member, error) {
 	if did, addr, ok := strings.Cut(spec, "="); ok && strings.HasPrefix(did, "did:key:") {
 		pub, err := awr.ParseDIDKey(did)
 		if err != nil {
-			return fedPeer{}, err
+			return member{}, err
 		}
 		if !strings.Contains(addr, "/p2p/") {
-			return fedPeer{}, errors.New("the multiaddr must end in /p2p/<peer ID>")
+			return member{}, errors.New("the multiaddr must end in /p2p/<peer ID>")
 		}
-		return fedPeer{did: did, pub: pub, gp: gossip.Peer{DID: did, Addr: addr}}, nil
+		return member{did: did, pub: pub, gp: gossip.Peer{DID: did, Addr: addr}}, nil
 	}
 	raw, err := readBounded(spec, format.MaxObserverBytes)
 	if err != nil {
-		return fedPeer{}, err
+		return member{}, err
 	}
 	o, err := format.ParseObserver(raw)
 	if err != nil {
-		return fedPeer{}, err
+		return member{}, err
 	}
-	return fedPeer{did: o.DID, pub: o.LogKey, desc: o, gp: gossip.Peer{Descriptor: raw}}, nil
+	return member{did: o.DID, pub: o.LogKey, desc: o, gp: gossip.Peer{Descriptor: raw}}, nil
 }
 
-func (fed *fedSettings) setAllowList(list []string) error {
+func (fed *Settings) setAllowList(list []string) error {
 	for _, did := range list {
 		if _, err := awr.ParseDIDKey(did); err != nil {
 			return fmt.Errorf("AllowList %q: %w", did, err)
@@ -170,7 +161,7 @@ func (fed *fedSettings) setAllowList(list []string) error {
 
 // addWitnessLog parses "ORIGIN=VKEY". A vkey's base64 (of 33 bytes) holds
 // no "=", so the last one splits the two.
-func (fed *fedSettings) addWitnessLog(spec string) error {
+func (fed *Settings) addWitnessLog(spec string) error {
 	i := strings.LastIndex(spec, "=")
 	if i < 0 {
 		return errors.New("want ORIGIN=VKEY")
@@ -186,7 +177,7 @@ func (fed *fedSettings) addWitnessLog(spec string) error {
 	return fed.putLog(v)
 }
 
-func (fed *fedSettings) addLog(origin string, pub ed25519.PublicKey) error {
+func (fed *Settings) addLog(origin string, pub ed25519.PublicKey) error {
 	v, err := format.NewVerifier(origin, pub)
 	if err != nil {
 		return err
@@ -196,7 +187,7 @@ func (fed *fedSettings) addLog(origin string, pub ed25519.PublicKey) error {
 
 // putLog refuses one origin under two keys: the witness would cosign for
 // whichever key signed, so either could fork the other.
-func (fed *fedSettings) putLog(v note.Verifier) error {
+func (fed *Settings) putLog(v note.Verifier) error {
 	if have, ok := fed.logs[v.Name()]; ok && have.KeyHash() != v.KeyHash() {
 		return fmt.Errorf("log %q is named with two keys", v.Name())
 	}

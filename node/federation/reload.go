@@ -1,4 +1,4 @@
-package node
+package federation
 
 import (
 	"errors"
@@ -10,39 +10,38 @@ import (
 	"github.com/histor-observer/histor/witness/submit"
 )
 
-// ReloadMembers reads the members file again, with every descriptor file it and Peers name,
-// and makes the open node's federation what they say, without a restart: gossip dials the
+// Reload reads the members file again, with every descriptor file it and Peers name,
+// and makes the open federation what they say, without a restart: gossip dials the
 // peers that joined and drops the ones that left, the peer view counts the observers that
 // joined (at once from what this node's mirror of them already holds) and no longer those
 // that left, the witness witnesses the new peers' logs, the mirror follows them, and each
 // new descriptor peer's witness is sent this log's checkpoints. On an error (a line or a
-// descriptor that does not parse, a bound) nothing changes and the error says why.
-func (n *Node) ReloadMembers() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	err := n.reloadMembers()
+// descriptor that does not parse, a bound) nothing changes and the error says why. The
+// host calls it under the lock it opens and closes the parts under.
+func (f *Federation) Reload() error {
+	err := f.reload()
 	result := "applied"
 	if err != nil {
 		result = "refused"
-		n.cfg.Logger.Error("members file not reloaded; the members stay as they were", "file", n.cfg.MembersFile, "err", err)
+		f.logger.Error("members file not reloaded; the members stay as they were", "file", f.cfg.Members.MembersFile, "err", err)
 	}
-	n.fed.metrics.reloads.WithLabelValues(result).Inc()
+	f.metrics.reloads.WithLabelValues(result).Inc()
 	return err
 }
 
-func (n *Node) reloadMembers() error {
-	if n.cfg.MembersFile == "" {
+func (f *Federation) reload() error {
+	if f.cfg.Members.MembersFile == "" {
 		return errors.New("reloading members: no members file is configured")
 	}
-	if n.opened == nil {
+	if !f.open {
 		return errors.New("reloading members: the node is not open")
 	}
-	fed, err := parseFederation(&n.cfg)
+	fed, err := ParseSettings(f.cfg.Members)
 	if err != nil {
 		return fmt.Errorf("reloading members: %w", err)
 	}
-	f, old := n.fed, n.cfg.fed
-	if err := n.checkReload(fed); err != nil {
+	old := f.settings.Load()
+	if err := f.checkReload(fed); err != nil {
 		return fmt.Errorf("reloading members: %w", err)
 	}
 	if g := f.gos.Load(); g != nil {
@@ -70,29 +69,28 @@ func (n *Node) reloadMembers() error {
 			f.witnessPeer(v)
 		}
 	}
-	n.cfg.fed = fed
 	f.settings.Store(fed)
 	joined := slices.DeleteFunc(f.counted(fed), func(did string) bool { return slices.Contains(old.allow, did) })
 	if m := f.mirror.Load(); m != nil {
 		errs = append(errs, f.follow(m, fed))
-		f.setMirrorURLs(fed, n.cfg.MirrorURLs)
+		f.setMirrorURLs(fed, f.cfg.MirrorURLs)
 		errs = append(errs, f.loadMirrored(joined))
 	}
 	for _, did := range joined {
 		f.wantMirror(did)
 	}
-	errs = append(errs, n.resetSubmitter(old, fed))
+	errs = append(errs, f.resetSubmitter(old, fed))
 	f.metrics.members.Set(float64(len(f.counted(fed))))
-	n.cfg.Logger.Info("members reloaded", "file", n.cfg.MembersFile, "peers", len(fed.peers), "observers", len(f.counted(fed)), "joined", len(joined),
+	f.logger.Info("members reloaded", "file", f.cfg.Members.MembersFile, "peers", len(fed.peers), "observers", len(f.counted(fed)), "joined", len(joined),
 		"left", len(slices.DeleteFunc(slices.Clone(old.allow), func(did string) bool { return slices.Contains(fed.allow, did) })))
 	return errors.Join(errs...)
 }
 
 // checkReload refuses what a reload cannot apply to a running witness: one origin under
 // two keys. A new peer's log joins the witness; an old one stays witnessed.
-func (n *Node) checkReload(fed *fedSettings) error {
+func (f *Federation) checkReload(fed *Settings) error {
 	for origin, v := range fed.logs {
-		if have := n.fed.verifier(origin); have != nil && have.KeyHash() != v.KeyHash() {
+		if have := f.verifier(origin); have != nil && have.KeyHash() != v.KeyHash() {
 			return fmt.Errorf("log %q is named with another key than the witness holds", origin)
 		}
 	}
@@ -101,24 +99,24 @@ func (n *Node) checkReload(fed *fedSettings) error {
 
 // resetSubmitter makes a new submitter when the witnesses to submit to changed, and closes
 // the old one; the head loop submits the latest checkpoint to the new one at once.
-func (n *Node) resetSubmitter(old, fed *fedSettings) error {
-	was, _ := n.witnessTargets(old)
-	now, _ := n.witnessTargets(fed)
+func (f *Federation) resetSubmitter(old, fed *Settings) error {
+	was, _ := f.witnessTargets(old)
+	now, _ := f.witnessTargets(fed)
 	if slices.EqualFunc(was, now, sameWitness) {
 		return nil
 	}
 	// The old one goes first: the new one registers the same metrics.
 	var errs []error
-	if prev := n.fed.sub.Swap(nil); prev != nil {
+	if prev := f.sub.Swap(nil); prev != nil {
 		errs = append(errs, prev.Close())
 	}
-	s, policy, err := n.newSubmitter(fed)
+	s, policy, err := f.newSubmitter(fed)
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("making the witness submitter: %w", err))...)
 	}
-	n.fed.policy.Store(policy)
-	n.fed.sub.Store(s)
-	signal(n.fed.ownHead)
+	f.policy.Store(policy)
+	f.sub.Store(s)
+	signal(f.ownHead)
 	return errors.Join(errs...)
 }
 

@@ -1,4 +1,4 @@
-package node
+package federation
 
 import (
 	"context"
@@ -19,35 +19,33 @@ import (
 // loop has fetched the label and an inclusion proof under the newest head
 // of that peer this node verified.
 
-// PeersDir is where the node keeps its view of the federation's
-// observations: DataDir/peers.
-func (n *Node) PeersDir() string { return filepath.Join(n.cfg.DataDir, "peers") }
+// PeersDir is where the peer view of the federation's observations lives: Dir/peers.
+func (f *Federation) PeersDir() string { return filepath.Join(f.cfg.Dir, "peers") }
 
 // openPeers opens the peer view store. A head counts only if it is this
 // node's own latest or the one it verified for that observer (checkHead).
-func (n *Node) openPeers(context.Context) error {
+func (f *Federation) openPeers(context.Context) error {
 	var allow []string
-	if fed := n.cfg.fed; fed != nil {
+	if fed := f.settings.Load(); fed != nil {
 		allow = fed.allow
 	}
-	n.fed.self = n.id.did
 	s, err := peers.Open(peers.Config{
-		Dir: n.PeersDir(), Self: n.id.did, AllowList: allow, CheckHead: n.fed.checkHead,
-		Prove: n.fed.proveMirrored, Now: n.cfg.Now, Logger: n.cfg.Logger,
+		Dir: f.PeersDir(), Self: f.cfg.DID, AllowList: allow, CheckHead: f.checkHead,
+		Prove: f.proveMirrored, Now: f.cfg.Now, Logger: f.cfg.Logger,
 	})
 	if err != nil {
 		return err
 	}
-	n.fed.peers.Store(s)
+	f.peers.Store(s)
 	var dids []string
-	if m := n.fed.mirror.Load(); m != nil {
+	if m := f.mirror.Load(); m != nil {
 		dids = m.Observers()
 	}
-	return n.fed.loadMirrored(dids)
+	return f.loadMirrored(dids)
 }
 
-func (n *Node) closePeers() error {
-	s := n.fed.peers.Swap(nil)
+func (f *Federation) closePeers() error {
+	s := f.peers.Swap(nil)
 	if s == nil {
 		return nil
 	}
@@ -55,7 +53,7 @@ func (n *Node) closePeers() error {
 }
 
 // proveMirrored is the peer store's Prove: the mirror's proof of a leaf.
-func (f *federation) proveMirrored(did string, leaf uint64) (mirror.Proof, error) {
+func (f *Federation) proveMirrored(did string, leaf uint64) (mirror.Proof, error) {
 	m := f.mirror.Load()
 	if m == nil {
 		return mirror.Proof{}, errors.New("the mirror is closed")
@@ -66,8 +64,8 @@ func (f *federation) proveMirrored(did string, leaf uint64) (mirror.Proof, error
 // checkHead is the peer store's CheckHead: this node's own head is its
 // own log's; a peer's must be the head the peer loop last proved
 // consistent with every earlier one it checked of that peer.
-func (f *federation) checkHead(did string, sth *format.STH) error {
-	if did == f.self {
+func (f *Federation) checkHead(did string, sth *format.STH) error {
+	if did == f.cfg.DID {
 		return nil // signed by this node's own log key, checked by the store
 	}
 	h := f.verifiedHead(did)
@@ -81,23 +79,23 @@ func (f *federation) checkHead(did string, sth *format.STH) error {
 }
 
 // verifiedHead is the newest head of did the peer loop verified; nil: none.
-func (f *federation) verifiedHead(did string) *gossip.Head {
+func (f *Federation) verifiedHead(did string) *gossip.Head {
 	f.cmu.Lock()
 	defer f.cmu.Unlock()
 	return f.checked[did]
 }
 
-func (f *federation) setVerifiedHead(did string, h *gossip.Head) {
+func (f *Federation) setVerifiedHead(did string, h *gossip.Head) {
 	f.cmu.Lock()
 	f.checked[did] = h
 	f.cmu.Unlock()
 }
 
-// addOwn adds this node's own observations to the view and publishes on gossip
+// AddOwn adds this node's own observations to the view and publishes on gossip
 // those whose label is new since the last publication (a hint that wakes the
 // peers' mirrors; the head that carries the labels wakes them too). Nothing
 // is published again: a peer that missed one reads it from this log.
-func (f *federation) addOwn(ctx context.Context, own []peers.Proven) {
+func (f *Federation) AddOwn(ctx context.Context, own []peers.Proven) {
 	s := f.peers.Load()
 	if s == nil {
 		return
@@ -125,16 +123,16 @@ func (f *federation) addOwn(ctx context.Context, own []peers.Proven) {
 // onObservation is gossip's OnObservation, a latency hint only: an observation
 // beyond what the mirror of its observer holds wakes the mirror loop for that
 // observer. Nothing correct depends on receiving it.
-func (f *federation) onObservation(o *gossip.Observation) {
+func (f *Federation) onObservation(o *gossip.Observation) {
 	if f.mirrorBehind(o.Observer, o.LeafIndex+1) {
 		f.metrics.observations.WithLabelValues("hint").Inc()
 		f.wantMirror(o.Observer)
 	}
 }
 
-// viewMembers is the observers and agreement members of server id; nil
+// ViewMembers is the observers and agreement members of server id; nil
 // when the peer store is not open.
-func (f *federation) viewMembers(id string) ([]any, map[string]any, error) {
+func (f *Federation) ViewMembers(id string) ([]any, map[string]any, error) {
 	s := f.peers.Load()
 	if s == nil {
 		return nil, nil, nil
@@ -142,9 +140,9 @@ func (f *federation) viewMembers(id string) ([]any, map[string]any, error) {
 	return s.Members(id)
 }
 
-// splitServers is the server ids in a split view, sorted; nil when the
+// SplitServers is the server ids in a split view, sorted; nil when the
 // peer store is not open.
-func (f *federation) splitServers() []string {
+func (f *Federation) SplitServers() []string {
 	if s := f.peers.Load(); s != nil {
 		return s.SplitServers()
 	}

@@ -1,4 +1,4 @@
-package node
+package federation
 
 import (
 	"context"
@@ -30,8 +30,8 @@ const DefaultMirrorPoll = 5 * time.Second
 // mirrorSyncTimeout bounds one sync of one observer from one source.
 const mirrorSyncTimeout = 10 * time.Minute
 
-// MirrorDir is where the node keeps its mirrors of its peers' logs: DataDir/mirror.
-func (n *Node) MirrorDir() string { return filepath.Join(n.cfg.DataDir, "mirror") }
+// MirrorDir is where the mirrors of the peers' logs live: Dir/mirror.
+func (f *Federation) MirrorDir() string { return filepath.Join(f.cfg.Dir, "mirror") }
 
 // mirrored is the federation's mirror state, beside the federation's other fields.
 type mirrored struct {
@@ -40,27 +40,26 @@ type mirrored struct {
 	wake chan struct{}
 }
 
-func (n *Node) openMirror(context.Context) error {
-	f := n.fed
+func (f *Federation) openMirror(context.Context) error {
 	m, err := mirror.Open(mirror.Config{
-		Dir: n.MirrorDir(), MaxLeaves: n.cfg.MirrorMaxLeaves, MaxBundleBytes: n.cfg.MirrorMaxBundleBytes,
-		OnObservation: f.onMirrored, Logger: n.cfg.Logger, Registerer: n.cfg.registerer(), Now: n.cfg.Now,
+		Dir: f.MirrorDir(), MaxLeaves: f.cfg.MirrorMaxLeaves, MaxBundleBytes: f.cfg.MirrorMaxBundleBytes,
+		OnObservation: f.onMirrored, Logger: f.cfg.Logger, Registerer: f.cfg.Registerer, Now: f.cfg.Now,
 	})
 	if err != nil {
 		return err
 	}
-	f.settings.Store(n.cfg.fed)
-	if err := f.follow(m, n.cfg.fed); err != nil {
+	fed := f.settings.Load()
+	if err := f.follow(m, fed); err != nil {
 		m.Close()
 		return err
 	}
-	f.setMirrorURLs(n.cfg.fed, n.cfg.MirrorURLs)
+	f.setMirrorURLs(fed, f.cfg.MirrorURLs)
 	f.mirror.Store(m)
 	return nil
 }
 
 // follow makes m follow every observer fed counts.
-func (f *federation) follow(m *mirror.Store, fed *fedSettings) error {
+func (f *Federation) follow(m *mirror.Store, fed *Settings) error {
 	for _, did := range f.counted(fed) {
 		if err := m.Follow(did, f.originOf(fed, did)); err != nil {
 			return err
@@ -70,7 +69,7 @@ func (f *federation) follow(m *mirror.Store, fed *fedSettings) error {
 }
 
 // mirrorURL is the https URL did's log may also be read from, "" for none.
-func (f *federation) mirrorURL(did string) string {
+func (f *Federation) mirrorURL(did string) string {
 	if urls := f.mirrorURLs.Load(); urls != nil {
 		return (*urls)[did]
 	}
@@ -78,7 +77,7 @@ func (f *federation) mirrorURL(did string) string {
 }
 
 // setMirrorURLs keeps the https URL of each descriptor peer of fed, when on.
-func (f *federation) setMirrorURLs(fed *fedSettings, on bool) {
+func (f *Federation) setMirrorURLs(fed *Settings, on bool) {
 	urls := map[string]string{}
 	if fed != nil && on {
 		for _, p := range fed.peers {
@@ -90,8 +89,8 @@ func (f *federation) setMirrorURLs(fed *fedSettings, on bool) {
 	f.mirrorURLs.Store(&urls)
 }
 
-func (n *Node) closeMirror() error {
-	m := n.fed.mirror.Swap(nil)
+func (f *Federation) closeMirror() error {
+	m := f.mirror.Swap(nil)
 	if m == nil {
 		return nil
 	}
@@ -99,15 +98,15 @@ func (n *Node) closeMirror() error {
 }
 
 // counted is every observer whose observations this node counts but itself.
-func (f *federation) counted(fed *fedSettings) []string {
+func (f *Federation) counted(fed *Settings) []string {
 	if fed == nil {
 		return nil
 	}
-	return slices.DeleteFunc(slices.Clone(fed.allow), func(did string) bool { return did == f.self })
+	return slices.DeleteFunc(slices.Clone(fed.allow), func(did string) bool { return did == f.cfg.DID })
 }
 
 // originOf is the origin a descriptor peer names, "" when the node knows none yet.
-func (f *federation) originOf(fed *fedSettings, did string) string {
+func (f *Federation) originOf(fed *Settings, did string) string {
 	for _, p := range fed.peers {
 		if p.did == did && p.desc != nil {
 			return p.desc.Origin
@@ -118,7 +117,7 @@ func (f *federation) originOf(fed *fedSettings, did string) string {
 
 // loadMirrored gives the peer view every observation the mirrors hold of the observers
 // in dids that this node counts: all of them at start, those that joined at a reload.
-func (f *federation) loadMirrored(dids []string) error {
+func (f *Federation) loadMirrored(dids []string) error {
 	m, view := f.mirror.Load(), f.peers.Load()
 	if m == nil || view == nil {
 		return nil
@@ -136,7 +135,7 @@ func (f *federation) loadMirrored(dids []string) error {
 }
 
 // onMirrored is the mirror's OnObservation: the observation enters the peer view.
-func (f *federation) onMirrored(o mirror.Observation) {
+func (f *Federation) onMirrored(o mirror.Observation) {
 	view := f.peers.Load()
 	if view == nil {
 		return
@@ -150,7 +149,7 @@ func (f *federation) onMirrored(o mirror.Observation) {
 }
 
 // wantMirror asks the mirror loop to sync did soon, never blocking.
-func (f *federation) wantMirror(did string) {
+func (f *Federation) wantMirror(did string) {
 	f.mirrorState.mu.Lock()
 	f.mirrorState.want[did] = true
 	f.mirrorState.mu.Unlock()
@@ -158,13 +157,13 @@ func (f *federation) wantMirror(did string) {
 }
 
 // mirrorBehind says whether did's log holds more than the mirror has.
-func (f *federation) mirrorBehind(did string, size uint64) bool {
+func (f *Federation) mirrorBehind(did string, size uint64) bool {
 	m := f.mirror.Load()
 	return m != nil && size > m.Size(did)
 }
 
 // mirrorLoop syncs the observers gossip announced, and every observer each MirrorPoll.
-func (f *federation) mirrorLoop(ctx context.Context, poll time.Duration) {
+func (f *Federation) mirrorLoop(ctx context.Context, poll time.Duration) {
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	all := true // at start
@@ -203,7 +202,7 @@ func (f *federation) mirrorLoop(ctx context.Context, poll time.Duration) {
 // syncMirror brings the mirror of did up to the newest checkpoint a source gives: the
 // observer itself, then each peer that mirrors it, then (MirrorURLs) its public URL. It
 // stops at the first source that brings it to the newest head gossip announced.
-func (f *federation) syncMirror(ctx context.Context, did string) {
+func (f *Federation) syncMirror(ctx context.Context, did string) {
 	m, g := f.mirror.Load(), f.gos.Load()
 	if m == nil {
 		return
@@ -233,7 +232,7 @@ func (f *federation) syncMirror(ctx context.Context, did string) {
 }
 
 // keepMirrorFork keeps and gossips the evidence of a fork the mirror found, once.
-func (f *federation) keepMirrorFork(did string, fe *mirror.ForkError) {
+func (f *Federation) keepMirrorFork(did string, fe *mirror.ForkError) {
 	f.mirrorState.mu.Lock()
 	seen := f.mirrorForks[did]
 	f.mirrorForks[did] = true
@@ -246,7 +245,7 @@ func (f *federation) keepMirrorFork(did string, fe *mirror.ForkError) {
 }
 
 // mirrorSources are where did's log can be read from, in the order they are tried.
-func (f *federation) mirrorSources(g *gossip.Node, did string) []mirror.Source {
+func (f *Federation) mirrorSources(g *gossip.Node, did string) []mirror.Source {
 	var out []mirror.Source
 	if g != nil {
 		out = append(out, &p2pSource{g: g, peer: did, prefix: "log/"})
@@ -298,7 +297,7 @@ func (s *p2pSource) fetch(ctx context.Context, path string, max int) ([]byte, er
 // fetch is gossip's Fetch: what a peer's mirror reads of this node, the same bytes as the
 // HTTP routes: this log's checkpoint and tiles, the mirrors this node keeps, and
 // descriptors.
-func (f *federation) fetch(lg *hlog.Log, path string) (int, []byte) {
+func (f *Federation) fetch(lg Log, path string) (int, []byte) {
 	body, err := f.read(lg, path)
 	switch {
 	case err == nil:
@@ -314,14 +313,14 @@ func (f *federation) fetch(lg *hlog.Log, path string) (int, []byte) {
 
 var errFetchPath = errors.New("no such path")
 
-func (f *federation) read(lg *hlog.Log, path string) ([]byte, error) {
+func (f *Federation) read(lg Log, path string) ([]byte, error) {
 	m := f.mirror.Load()
 	switch {
 	case path == "log/checkpoint":
 		if lg == nil || lg.Latest().Size == 0 {
 			return nil, mirror.ErrNotFound
 		}
-		return f.cosignedCheckpoint(lg.Latest()), nil
+		return f.CosignedCheckpoint(lg.Latest()), nil
 	case strings.HasPrefix(path, "log/tile/"):
 		if lg == nil {
 			return nil, mirror.ErrNotFound
@@ -349,7 +348,7 @@ func (f *federation) read(lg *hlog.Log, path string) ([]byte, error) {
 }
 
 // readLogTile reads a tlog-tiles path ("tile/…") of this node's log.
-func readLogTile(lg *hlog.Log, path string) ([]byte, error) {
+func readLogTile(lg Log, path string) ([]byte, error) {
 	t, err := torchwood.ParseTilePath(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", mirror.ErrMalformed, err)
