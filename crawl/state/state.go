@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/internal/pebbledb"
@@ -215,11 +216,15 @@ type Store struct {
 }
 
 // Open opens (or creates) the state database in dir.
-func Open(dir string, logger *slog.Logger) (*Store, error) {
+func Open(dir string, logger *slog.Logger) (*Store, error) { return OpenFS(nil, dir, logger) }
+
+// OpenFS is Open with dir on fsys; nil means the operating system's filesystem. Tests pass
+// one that fails.
+func OpenFS(fsys vfs.FS, dir string, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(logger)})
+	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(logger), FS: fsys})
 	if err != nil {
 		return nil, fmt.Errorf("opening crawl state %s: %w", dir, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/histor-observer/histor/internal/pebbledb"
 )
@@ -50,8 +51,12 @@ type Store struct {
 }
 
 // Open opens (or creates) the event database in dir.
-func Open(dir string) (*Store, error) {
-	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(nil)})
+func Open(dir string) (*Store, error) { return OpenFS(nil, dir) }
+
+// OpenFS is Open with dir on fsys; nil means the operating system's filesystem. Tests pass
+// one that fails.
+func OpenFS(fsys vfs.FS, dir string) (*Store, error) {
+	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(nil), FS: fsys})
 	if err != nil {
 		return nil, fmt.Errorf("opening events %s: %w", dir, err)
 	}

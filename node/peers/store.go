@@ -31,6 +31,9 @@ type Config struct {
 	// Dir is the store's Pebble directory, e.g. DataDir/peers. Empty keeps everything in
 	// memory only (tests, and a node that re-learns its peers' view after each start).
 	Dir string
+	// FS is the filesystem Dir is on; nil means the operating system's. Tests pass one that
+	// fails.
+	FS vfs.FS
 	// Self is this node's did:key; its own observations (Own) count like any observer's.
 	Self string
 	// AllowList is the did:keys of the other observers whose observations count.
@@ -99,7 +102,7 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Self == "" {
 		return nil, errors.New("opening peer store: Self is required")
 	}
-	opts := &pebble.Options{Logger: pebbledb.Quiet(cfg.Logger)}
+	opts := &pebble.Options{Logger: pebbledb.Quiet(cfg.Logger), FS: cfg.FS}
 	dir := cfg.Dir
 	if dir == "" {
 		opts.FS, dir = vfs.NewMem(), "peers"
