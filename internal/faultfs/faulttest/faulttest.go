@@ -7,6 +7,7 @@ package faulttest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,7 +190,32 @@ func (sc Scenario[S]) verify(t *testing.T, mem *vfs.MemFS, snaps []string, r pla
 			t.Fatalf("reopened after the crash holding the store as after step %d; %d steps were acknowledged (failed: %v)", i, r.first, r.failed)
 		}
 	}
-	t.Fatalf("reopened after the crash holding what no step left (%d acknowledged, failed: %v):\n%s\nwant:\n%s", r.first, r.failed, got, snaps[r.first])
+	t.Fatalf("reopened after the crash holding what no step left (%d acknowledged, failed: %v); against the store after them:\n%s",
+		r.first, r.failed, lineDiff(snaps[r.first], got))
+}
+
+// lineDiff lists the lines only want holds (-) and those only got holds (+).
+func lineDiff(want, got string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	w, g := in(want), in(got)
+	var b strings.Builder
+	for _, l := range strings.Split(want, "\n") {
+		if !g[l] {
+			b.WriteString("- " + l + "\n")
+		}
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if !w[l] {
+			b.WriteString("+ " + l + "\n")
+		}
+	}
+	return b.String()
 }
 
 // reopen opens a copy of mem's store, dumps it and has it take a write.
