@@ -3,13 +3,17 @@ package events
 import (
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/histor-observer/histor/internal/faultfs"
 	"github.com/histor-observer/histor/internal/faultfs/faulttest"
+	"github.com/histor-observer/histor/internal/pebbledb"
 )
 
 // TestPebbleFaults appends events and keeps webhook deliveries' records on the event store's
@@ -120,4 +124,42 @@ func dumpEvents(s *Store, pub ed25519.PublicKey, targets []string) (string, erro
 		return nil
 	})
 	return b.String(), err
+}
+
+// TestAppendAgainAfterFailedSync: an event whose WAL sync failed is visible to Pebble's reads
+// but not durable. Appending it again must be refused, not answered as already recorded: a
+// crash then loses it, though Append said it was durable.
+func TestAppendAgainAfterFailedSync(t *testing.T) {
+	defer func(wait time.Duration) { pebbledb.FatalCloseWait = wait }(pebbledb.FatalCloseWait)
+	pebbledb.FatalCloseWait = 200 * time.Millisecond
+	mem, sw := vfs.NewStrictMem(), &faultfs.Switch{}
+	s, err := OpenFS(faultfs.Wrap(mem, sw), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sg, _ := newSigner(t)
+	doc, id := sign(t, sg, "aaaaaaaaaaaaaaaa", KindDefinitions, 1)
+	sw.Arm(&faultfs.Plan{Kinds: []faultfs.Op{faultfs.Sync}, At: 1})
+	if _, _, err := s.Append(doc, id, "aaaaaaaaaaaaaaaa"); !faultfs.IsFault(err) {
+		t.Fatalf("an append whose sync failed: %v", err)
+	}
+	c, fresh, err := s.Append(doc, id, "aaaaaaaaaaaaaaaa")
+	var se *pebbledb.StoppedError
+	if !errors.As(err, &se) || !faultfs.IsFault(err) {
+		t.Errorf("the same event again: cursor %d, fresh %v, %v; want a *pebbledb.StoppedError naming the fault", c, fresh, err)
+	}
+	mem.ResetToSyncedState()
+	disk := vfs.NewStrictMem()
+	if _, err := vfs.Clone(mem, disk, "events", "events"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := OpenFS(disk, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	if se == nil && after.Last() == 0 {
+		t.Errorf("after a crash the store holds no event: the one answered as recorded at cursor %d is lost", c)
+	}
 }

@@ -92,6 +92,11 @@ func cursorKey(prefix string, c uint64) []byte {
 func (s *Store) Append(doc []byte, id, target string) (cursor uint64, fresh bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Once stopped, Pebble's reads may show an append whose WAL sync failed, which a restart
+	// loses: answering "already recorded" from them would acknowledge it.
+	if err := s.guard.Stopped(); err != nil {
+		return 0, false, fmt.Errorf("appending event: %w", &pebbledb.StoppedError{Cause: err})
+	}
 	v, closer, err := s.db.Get([]byte(prefixID + id))
 	if err == nil {
 		defer closer.Close()
