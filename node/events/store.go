@@ -141,8 +141,12 @@ func (s *Store) Appended() <-chan struct{} {
 // with watch, only events about those targets.
 func (s *Store) Page(after uint64, limit int, watch []string) ([]Item, error) {
 	limit = min(max(limit, 1), MaxLimit)
+	// Only events Append acknowledged: after a failed WAL sync Pebble's reads show one that a
+	// restart may lose, and its cursor would then be given to another.
+	last := s.Last()
 	if len(watch) == 0 {
-		return s.scan(prefixEvent, after, limit, func(c uint64) uint64 { return c })
+		items, err := s.scan(prefixEvent, after, limit, func(c uint64) uint64 { return c })
+		return slices.DeleteFunc(items, func(it Item) bool { return it.Cursor > last }), err
 	}
 	var cursors []uint64
 	for _, t := range watch {
@@ -153,7 +157,7 @@ func (s *Store) Page(after uint64, limit int, watch []string) ([]Item, error) {
 		cursors = append(cursors, cs...)
 	}
 	slices.Sort(cursors)
-	cursors = slices.Compact(cursors)
+	cursors = slices.DeleteFunc(slices.Compact(cursors), func(c uint64) bool { return c > last })
 	out := make([]Item, 0, min(limit, len(cursors)))
 	for _, c := range cursors[:min(limit, len(cursors))] {
 		doc, err := s.get(cursorKey(prefixEvent, c))
@@ -166,10 +170,11 @@ func (s *Store) Page(after uint64, limit int, watch []string) ([]Item, error) {
 }
 
 // Newest returns up to limit events, newest first; with watch, only those
-// about its targets.
+// about its targets. Like Page, it shows only events Append acknowledged.
 func (s *Store) Newest(limit int, watch []string) ([]Item, error) {
 	limit = min(max(limit, 1), MaxLimit)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixEvent), UpperBound: []byte("e0")})
+	upper := cursorKey(prefixEvent, s.Last()+1)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixEvent), UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("listing events: %w", err)
 	}
