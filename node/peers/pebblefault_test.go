@@ -12,6 +12,7 @@ import (
 
 	"github.com/histor-observer/histor/gossip/wire"
 	"github.com/histor-observer/histor/internal/faultfs/faulttest"
+	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/mtl"
 	"github.com/histor-observer/histor/node/mirror"
 	"github.com/histor-observer/histor/node/peers"
@@ -93,8 +94,9 @@ func TestPebbleFaults(t *testing.T) {
 }
 
 // dumpPeers is what the peer view holds on disk of servers, a line an observation (its
-// label, proof and head included) and one for each server's agreement over them. Mirrored
-// observations are left out: the store keeps them in memory only.
+// label, proof and head included, each checked against the others) and one for each
+// server's agreement over them. Mirrored observations are left out: the store keeps them in
+// memory only.
 func dumpPeers(s *peers.Store, servers ...string) (string, error) {
 	var b strings.Builder
 	for _, server := range servers {
@@ -105,6 +107,9 @@ func dumpPeers(s *peers.Store, servers ...string) (string, error) {
 		for _, o := range obs {
 			if o.Checkpoint != "" {
 				continue
+			}
+			if err := whole(o); err != nil {
+				return "", fmt.Errorf("the observation of %s by %s: %w", server, o.DID, err)
 			}
 			j, err := json.Marshal(o)
 			if err != nil {
@@ -119,4 +124,23 @@ func dumpPeers(s *peers.Store, servers ...string) (string, error) {
 		fmt.Fprintf(&b, "%s agreement %s\n", server, j)
 	}
 	return b.String(), nil
+}
+
+// whole checks that an observer entry is one observation: what it says is what its signed
+// observation says, under the head it carries.
+func whole(o peers.Observer) error {
+	n, err := wire.ParseObservationText([]byte(o.Observation))
+	if err != nil {
+		return err
+	}
+	sth, err := format.ParseSTH(o.Head)
+	if err != nil {
+		return err
+	}
+	if n.Observer != o.DID || n.LabelID != o.LabelID || n.Digest != o.Digest || n.Status != o.Status ||
+		n.LeafIndex != o.LeafIndex || sth.TreeSize != o.HeadSize {
+		return fmt.Errorf("the entry says label %s, digest %q, status %q, leaf %d, head %d; its signed observation label %s, digest %q, status %q, leaf %d, its head %d",
+			o.LabelID, o.Digest, o.Status, o.LeafIndex, o.HeadSize, n.LabelID, n.Digest, n.Status, n.LeafIndex, sth.TreeSize)
+	}
+	return nil
 }
