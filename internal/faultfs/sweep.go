@@ -34,6 +34,7 @@ func (c *Counter) Seen(op Op) int { return c.plans[op].Seen() }
 // Written is how many bytes were written.
 func (c *Counter) Written() int64 { return c.room.Used() }
 
+// String lists the calls counted by kind, and the bytes.
 func (c *Counter) String() string {
 	var b strings.Builder
 	for _, op := range Ops {
@@ -108,11 +109,13 @@ func Sweep(counted *Counter, k int) []Case {
 // PanicError is a panic that Within caught.
 type PanicError struct{ Value any }
 
+// Error implements error.
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // HangError is a call that Within gave up waiting for.
 type HangError struct{ After time.Duration }
 
+// Error implements error.
 func (e *HangError) Error() string { return fmt.Sprintf("no answer after %s", e.After) }
 
 // Within runs fn and returns its error; a *PanicError if it panicked; a *HangError if it

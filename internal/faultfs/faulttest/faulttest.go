@@ -151,7 +151,7 @@ func play[S Stoppable](t *testing.T, sc Scenario[S], mem *vfs.MemFS, inj faultfs
 	sc.stoppedSaysSo(t, s, r)
 	if r.failed != nil {
 		// Reads go on: a stopped store still answers them, each record whole (Dump's checks).
-		if _, err := sc.Dump(s); err != nil {
+		if err := faultfs.Within(CallWait, func() error { _, err := sc.Dump(s); return err }); err != nil {
 			t.Fatalf("reading the stopped store: %v", err)
 		}
 	}
