@@ -97,19 +97,22 @@ func (s *Store) nextSeqs(b *pebble.Batch, n int) (int64, error) {
 
 func seqKey(seq int64) string { return prefixSeq + hex16(uint64(seq)) }
 
-// ChangeBySeq returns the change with HISTOR's integer id seq.
+// ChangeBySeq returns the change with HISTOR's integer id seq, once its commit was
+// acknowledged (see Store.acked).
 func (s *Store) ChangeBySeq(seq int64) (*Change, error) {
-	if seq <= 0 {
+	if seq <= 0 || seq > s.acked.Load() {
 		return nil, ErrNotFound
 	}
 	return s.changeAt(seqKey(seq), fmt.Sprintf("change %d", seq))
 }
 
 // ChangesBefore returns up to limit changes with Seq below before (before ≤
-// 0: from the newest), highest Seq first.
+// 0: from the newest), highest Seq first, of those whose commit was
+// acknowledged (see Store.acked).
 func (s *Store) ChangesBefore(before int64, limit int) ([]Change, error) {
-	upper := prefixSeq + "\xff"
-	if before > 0 {
+	acked := s.acked.Load()
+	upper := seqKey(acked + 1)
+	if before > 0 && before <= acked {
 		upper = seqKey(before)
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixSeq), UpperBound: []byte(upper)})

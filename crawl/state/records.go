@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -58,6 +59,7 @@ func (s *Store) CommitAll(us []Update) error {
 	for i, u := range us {
 		if u.Change != nil {
 			u.Change.Seq = seqs[i]
+			s.acked.Store(max(s.acked.Load(), seqs[i]))
 		}
 	}
 	return nil
@@ -256,9 +258,12 @@ func listJSON[T any](s *Store, prefix string, limit int, what string) ([]T, erro
 	return out, err
 }
 
-// Changes returns up to limit change records, newest first (limit ≤ 0: all).
+// Changes returns up to limit change records, newest first (limit ≤ 0: all), of those
+// whose commit was acknowledged (see Store.acked).
 func (s *Store) Changes(limit int) ([]Change, error) {
-	return listJSON[Change](s, prefixChange, limit, "change")
+	acked := s.acked.Load()
+	cs, err := listJSON[Change](s, prefixChange, limit, "change")
+	return slices.DeleteFunc(cs, func(c Change) bool { return c.Seq > acked }), err
 }
 
 // PatternSet returns the digest of the pattern set the last scan labels used, "" if none.

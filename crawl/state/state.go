@@ -15,9 +15,11 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/internal/pebbledb"
@@ -212,18 +214,33 @@ type Store struct {
 	// prunedOn is the latest day whose client-report pruning has run;
 	// guarded by commitMu.
 	prunedOn string
+	// acked is the highest change sequence number a commit acknowledged; it
+	// never decreases. Reads by number stop there: after a failed WAL sync
+	// Pebble's reads show the commit, which a restart may lose and whose
+	// numbers it would then give to other changes.
+	acked atomic.Int64
 }
 
 // Open opens (or creates) the state database in dir.
-func Open(dir string, logger *slog.Logger) (*Store, error) {
+func Open(dir string, logger *slog.Logger) (*Store, error) { return OpenFS(nil, dir, logger) }
+
+// OpenFS is Open with dir on fsys; nil means the operating system's filesystem. Tests pass
+// one that fails.
+func OpenFS(fsys vfs.FS, dir string, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(logger)})
+	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(logger), FS: fsys})
 	if err != nil {
 		return nil, fmt.Errorf("opening crawl state %s: %w", dir, err)
 	}
-	return &Store{db: db, logger: logger}, nil
+	s := &Store{db: db, logger: logger}
+	var last int64
+	if err := s.getJSON(keyChangeSeq, &last); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, errors.Join(fmt.Errorf("opening crawl state %s: %w", dir, err), db.Close())
+	}
+	s.acked.Store(last)
+	return s, nil
 }
 
 // Close closes the database.

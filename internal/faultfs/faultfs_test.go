@@ -5,6 +5,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -115,5 +116,72 @@ func TestSwitchAllSpread(t *testing.T) {
 	}
 	if got := Spread(10, 4); !slices.Equal(got, []int{1, 4, 7, 10}) {
 		t.Fatalf("Spread(10, 4) = %v", got)
+	}
+}
+
+// TestSweep: the cases after a counting run fail each kind it made at spread call numbers,
+// once and from then on, then fill the disk; a case says whether a run met its fault, and a
+// point past the calls made is a skip, not a failure.
+func TestSweep(t *testing.T) {
+	c := NewCounter()
+	fs := Wrap(vfs.NewMem(), c)
+	f, err := fs.Create("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := f.Write([]byte("xyz")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Seen(Write) != 3 || c.Seen(Create) != 1 || c.Seen(Sync) != 0 || c.Written() != 9 {
+		t.Fatalf("counted %v", c)
+	}
+	var names []string
+	for _, k := range Sweep(c, 8) {
+		names = append(names, k.Name)
+	}
+	want := []string{"write#1/once", "write#1/from-then-on", "write#2/once", "write#2/from-then-on", "write#3/once",
+		"write#3/from-then-on", "create#1/once", "create#1/from-then-on", "full-disk-at-10%", "full-disk-at-50%", "full-disk-at-90%"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("cases %v, want %v", names, want)
+	}
+	// run plays writes writes under case i of a fresh sweep: a case's plan counts once.
+	run := func(i, writes int) (string, bool) {
+		k := Sweep(c, 8)[i]
+		f, _ := Wrap(vfs.NewMem(), k.Injector()).Create("a")
+		for range writes {
+			f.Write([]byte("xyz"))
+		}
+		return k.Missed()
+	}
+	if why, skip := run(4, 3); why != "" || skip {
+		t.Fatalf("a fault met: %q %v", why, skip)
+	}
+	if why, skip := run(4, 2); why == "" || !skip {
+		t.Fatalf("a point past the calls made: %q %v", why, skip)
+	}
+	if why, skip := run(8, 3); why != "" || skip || !Sweep(c, 8)[8].FullDisk() {
+		t.Fatalf("a disk full at 10%%: %q %v", why, skip)
+	}
+	if why, skip := run(9, 0); why == "" || skip {
+		t.Fatalf("a full disk never met: %q %v", why, skip)
+	}
+}
+
+// TestWithin: an answer, a panic and a hang are each told apart, none of them a fault.
+func TestWithin(t *testing.T) {
+	if err := Within(time.Second, func() error { return ErrInjected }); !IsFault(err) {
+		t.Fatalf("an answer: %v", err)
+	}
+	var pe *PanicError
+	if err := Within(time.Second, func() error { panic(ErrInjected) }); !errors.As(err, &pe) || IsFault(err) {
+		t.Fatalf("a panic: %v", err)
+	}
+	var he *HangError
+	block := make(chan struct{})
+	defer close(block)
+	if err := Within(10*time.Millisecond, func() error { <-block; return nil }); !errors.As(err, &he) || IsFault(err) {
+		t.Fatalf("a hang: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/histor-observer/histor/internal/pebbledb"
 )
@@ -50,8 +51,12 @@ type Store struct {
 }
 
 // Open opens (or creates) the event database in dir.
-func Open(dir string) (*Store, error) {
-	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(nil)})
+func Open(dir string) (*Store, error) { return OpenFS(nil, dir) }
+
+// OpenFS is Open with dir on fsys; nil means the operating system's filesystem. Tests pass
+// one that fails.
+func OpenFS(fsys vfs.FS, dir string) (*Store, error) {
+	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(nil), FS: fsys})
 	if err != nil {
 		return nil, fmt.Errorf("opening events %s: %w", dir, err)
 	}
@@ -87,6 +92,11 @@ func cursorKey(prefix string, c uint64) []byte {
 func (s *Store) Append(doc []byte, id, target string) (cursor uint64, fresh bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Once stopped, Pebble's reads may show an append whose WAL sync failed, which a restart
+	// loses: answering "already recorded" from them would acknowledge it.
+	if err := s.guard.Stopped(); err != nil {
+		return 0, false, fmt.Errorf("appending event: %w", &pebbledb.StoppedError{Cause: err})
+	}
 	v, closer, err := s.db.Get([]byte(prefixID + id))
 	if err == nil {
 		defer closer.Close()
@@ -131,8 +141,12 @@ func (s *Store) Appended() <-chan struct{} {
 // with watch, only events about those targets.
 func (s *Store) Page(after uint64, limit int, watch []string) ([]Item, error) {
 	limit = min(max(limit, 1), MaxLimit)
+	// Only events Append acknowledged: after a failed WAL sync Pebble's reads show one that a
+	// restart may lose, and its cursor would then be given to another.
+	last := s.Last()
 	if len(watch) == 0 {
-		return s.scan(prefixEvent, after, limit, func(c uint64) uint64 { return c })
+		items, err := s.scan(prefixEvent, after, limit, func(c uint64) uint64 { return c })
+		return slices.DeleteFunc(items, func(it Item) bool { return it.Cursor > last }), err
 	}
 	var cursors []uint64
 	for _, t := range watch {
@@ -143,7 +157,7 @@ func (s *Store) Page(after uint64, limit int, watch []string) ([]Item, error) {
 		cursors = append(cursors, cs...)
 	}
 	slices.Sort(cursors)
-	cursors = slices.Compact(cursors)
+	cursors = slices.DeleteFunc(slices.Compact(cursors), func(c uint64) bool { return c > last })
 	out := make([]Item, 0, min(limit, len(cursors)))
 	for _, c := range cursors[:min(limit, len(cursors))] {
 		doc, err := s.get(cursorKey(prefixEvent, c))
@@ -156,10 +170,11 @@ func (s *Store) Page(after uint64, limit int, watch []string) ([]Item, error) {
 }
 
 // Newest returns up to limit events, newest first; with watch, only those
-// about its targets.
+// about its targets. Like Page, it shows only events Append acknowledged.
 func (s *Store) Newest(limit int, watch []string) ([]Item, error) {
 	limit = min(max(limit, 1), MaxLimit)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixEvent), UpperBound: []byte("e0")})
+	upper := cursorKey(prefixEvent, s.Last()+1)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixEvent), UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("listing events: %w", err)
 	}

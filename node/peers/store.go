@@ -1,6 +1,7 @@
 package peers
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,9 @@ type Config struct {
 	// Dir is the store's Pebble directory, e.g. DataDir/peers. Empty keeps everything in
 	// memory only (tests, and a node that re-learns its peers' view after each start).
 	Dir string
+	// FS is the filesystem Dir is on; nil means the operating system's. Tests pass one that
+	// fails.
+	FS vfs.FS
 	// Self is this node's did:key; its own observations (Own) count like any observer's.
 	Self string
 	// AllowList is the did:keys of the other observers whose observations count.
@@ -99,7 +103,7 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Self == "" {
 		return nil, errors.New("opening peer store: Self is required")
 	}
-	opts := &pebble.Options{Logger: pebbledb.Quiet(cfg.Logger)}
+	opts := &pebble.Options{Logger: pebbledb.Quiet(cfg.Logger), FS: cfg.FS}
 	dir := cfg.Dir
 	if dir == "" {
 		opts.FS, dir = vfs.NewMem(), "peers"
@@ -144,8 +148,10 @@ func (s *Store) Close() error {
 
 func recordKey(server, did string) []byte { return []byte("e/" + server + "/" + did) }
 
-// load rebuilds the index from the stored records. They were verified when accepted, so
-// only their text is parsed again; a record that no longer parses is skipped and logged.
+// load rebuilds the index from the stored records of the allowed observers (one off the
+// list may have records left by a deletion that failed, or by a list changed between two
+// starts). They were verified when accepted, so only their text is parsed again; a record
+// that no longer parses is skipped and logged.
 func (s *Store) load() error {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte("e/"), UpperBound: []byte("e0")})
 	if err != nil {
@@ -158,7 +164,9 @@ func (s *Store) load() error {
 			s.cfg.Logger.Warn("skipping an unreadable peer observation", "key", string(it.Key()), "err", err)
 			continue
 		}
-		s.keep(sum.server, sum.s)
+		if s.allowed[sum.s.Observer] {
+			s.keep(sum.server, sum.s)
+		}
 	}
 	return it.Error()
 }
@@ -233,10 +241,29 @@ func (s *Store) Add(p Proven) error {
 		return refuse(err, nil)
 	}
 	if err := s.write(o, p); err != nil {
+		if s.shows(o.Server, o.Observer, p) {
+			s.forget(o.Server, o.Observer)
+		}
 		return err
 	}
 	s.keep(o.Server, sum)
 	return nil
+}
+
+// shows says whether Pebble's reads give p as the record of server by did. After a write of
+// it failed inside Pebble they may (its WAL sync failed: applied, not durable). The index
+// must then forget the observation until a reopen reads what is durable: keeping the old
+// one, an entry read with the record would mix two observations; keeping p, the same
+// observation again would be taken as written. The caller holds mu.
+func (s *Store) shows(server, did string, p Proven) bool {
+	v, closer, err := s.db.Get(recordKey(server, did))
+	if err != nil {
+		return false
+	}
+	defer closer.Close()
+	var r record
+	return json.Unmarshal(v, &r) == nil && r.Observation == string(p.Observation) && r.Head == string(p.Head) &&
+		bytes.Equal(r.Label, p.Label)
 }
 
 // supersedes says whether next replaces kept, the same observer's kept observation of the
@@ -265,7 +292,9 @@ func supersedes(next, kept *summary) (bool, error) {
 // PutMirrored keeps o, read out of this node's verified mirror of its observer's log, as
 // that observer's observation of its server when it is later in the log than the one kept
 // (the mirror is the proof; the observer must be allowed). It stores nothing: the mirror
-// holds it, and gives it again at every start.
+// holds it, and gives it again at every start. It is kept even when dropping the stored
+// observation it replaces fails (the error says so), so no read goes to a record that the
+// failed delete may have removed.
 func (s *Store) PutMirrored(o mirror.Observation) error {
 	sum := &summary{Observer: o.Observer, Endpoint: o.Endpoint, Package: o.Package, Digest: o.Digest, Status: o.Status,
 		ObservedAt: o.ObservedAt, LabelID: o.LabelID, LeafIndex: o.LeafIndex, Mirrored: true}
@@ -281,12 +310,14 @@ func (s *Store) PutMirrored(o mirror.Observation) error {
 	if err := s.checkBounds(o.Server, o.Observer, old); err != nil {
 		return &RefusedError{Observer: o.Observer, Server: o.Server, Reason: err}
 	}
+	var err error
 	if old != nil && !old.Mirrored {
-		if err := s.guard.Apply(func() error { return s.db.Delete(recordKey(o.Server, o.Observer), pebble.Sync) }); err != nil {
-			return fmt.Errorf("dropping a peer observation the mirror replaces: %w", err)
-		}
+		err = s.guard.Apply(func() error { return s.db.Delete(recordKey(o.Server, o.Observer), pebble.Sync) })
 	}
 	s.keep(o.Server, sum)
+	if err != nil {
+		return fmt.Errorf("dropping a peer observation the mirror replaces: %w", err)
+	}
 	return nil
 }
 
@@ -298,7 +329,9 @@ func (s *Store) isAllowed(did string) bool {
 
 // SetAllowList replaces the other observers whose observations count, as Config.AllowList.
 // The observations of an observer that left the list leave the view, and its stored ones
-// are deleted; this node's own always count.
+// are deleted; this node's own always count. The view follows list even when deleting
+// fails (the error says so): no read goes to a record the failed delete may have removed,
+// and a reopen does not count the observations of an observer off the list.
 func (s *Store) SetAllowList(list []string) error {
 	allowed := map[string]bool{s.cfg.Self: true}
 	for _, did := range list {
@@ -323,20 +356,29 @@ func (s *Store) SetAllowList(list []string) error {
 			}
 		}
 	}
-	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
-		return fmt.Errorf("setting the allow-list: dropping observations: %w", err)
-	}
+	err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) })
 	for _, g := range drop {
-		delete(s.servers[g.server], g.did)
-		if len(s.servers[g.server]) == 0 {
-			delete(s.servers, g.server)
-		}
-		if s.counts[g.did]--; s.counts[g.did] <= 0 {
-			delete(s.counts, g.did)
-		}
+		s.forget(g.server, g.did)
 	}
 	s.allowed = allowed
+	if err != nil {
+		return fmt.Errorf("setting the allow-list: dropping observations: %w", err)
+	}
 	return nil
+}
+
+// forget drops the kept observation of server by did from the index; the caller holds mu.
+func (s *Store) forget(server, did string) {
+	if s.servers[server][did] == nil {
+		return
+	}
+	delete(s.servers[server], did)
+	if len(s.servers[server]) == 0 {
+		delete(s.servers, server)
+	}
+	if s.counts[did]--; s.counts[did] <= 0 {
+		delete(s.counts, did)
+	}
 }
 
 func (s *Store) checkBounds(server, did string, old *summary) error {

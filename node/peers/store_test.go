@@ -192,6 +192,29 @@ func TestReopen(t *testing.T) {
 	}
 }
 
+// TestReopenCountsOnlyTheAllowed: an observer taken off the allow-list between two starts
+// (or whose records a failed deletion left) does not count after the reopen.
+func TestReopenCountsOnlyTheAllowed(t *testing.T) {
+	self, a, b := newObserver(t, 1), newObserver(t, 2), newObserver(t, 3)
+	dir := t.TempDir()
+	s, err := peers.Open(peers.Config{Dir: dir, Self: self.did, AllowList: []string{a.did, b.did}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []peers.Proven{a.observe(t, digest("a"), t0), b.observe(t, digest("b"), t0)} {
+		if err := s.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, self, a)
+	if got := s.Agreement(serverID); got.Status != peers.SingleObserver || got.Counts.Observers != 1 {
+		t.Fatalf("after b left the list and a restart: %+v", got)
+	}
+}
+
 func TestSetAllowList(t *testing.T) {
 	self, a, b := newObserver(t, 1), newObserver(t, 2), newObserver(t, 3)
 	dir := t.TempDir()
