@@ -1,8 +1,15 @@
 package witness_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -23,6 +30,8 @@ type storeFault struct {
 	log      *testLog // the log's true history
 	fork     *testLog // the same key signing other leaves
 	cosigned []int64  // every size cosigned (answered 200), in order
+	last     []byte   // the cosignature line of the last size cosigned
+	told     []string // the IDs of the bundles OnEvidence was told of: stored
 	failed   error    // the first add-checkpoint that could not be answered
 }
 
@@ -38,6 +47,7 @@ func (s *storeFault) open(fs vfs.FS, reg prometheus.Registerer) *witness.Witness
 		Logs:       map[string]note.Verifier{s.log.origin: s.log.verifier},
 		Clock:      func() time.Time { return testNow },
 		Registerer: reg,
+		OnEvidence: func(e witness.Evidence) { s.told = append(s.told, e.ID) },
 	})
 	if err != nil {
 		s.t.Fatalf("opening the witness: %v", err)
@@ -95,15 +105,18 @@ func (s *storeFault) run(inj faultfs.Injector) {
 			}
 		case res.Status == 200 && s.failed != nil:
 			t.Fatalf("step %d cosigned after the store failed (%v)", i, s.failed)
+		case res.Status == 409 && string(res.Body) != strconv.FormatInt(s.lastCosigned(), 10)+"\n":
+			t.Fatalf("step %d: 409 says %q was cosigned last; %d was (failed: %v)", i, res.Body, s.lastCosigned(), s.failed)
 		case s.failed != nil:
 			// Stopped: the state is behind the sequence, so refusals (409) are expected.
 		case res.Status != st.want:
 			t.Fatalf("step %d: %d (%s), want %d", i, res.Status, res.Reason, st.want)
 		case res.Status == 200:
 			checkCosigned(t, s.log, s.log.checkpoint(t, sizes[i]), res.Body)
-			s.cosigned = append(s.cosigned, sizes[i])
+			s.cosigned, s.last = append(s.cosigned, sizes[i]), res.Body
 		}
 	}
+	s.readsAcked(w)
 	stopped := w.Stopped()
 	if (s.failed != nil) != (stopped != nil) || (stopped != nil && !faultfs.IsFault(stopped)) {
 		t.Fatalf("Stopped is %v after the first failure %v", stopped, s.failed)
@@ -116,6 +129,55 @@ func (s *storeFault) run(inj faultfs.Injector) {
 		t.Fatalf("closing after the fault: %v", err)
 	}
 	s.sw.Arm(nil)
+}
+
+func (s *storeFault) lastCosigned() int64 {
+	if n := len(s.cosigned); n > 0 {
+		return s.cosigned[n-1]
+	}
+	return 0
+}
+
+// readsAcked checks what the witness serves, stopped or not, against what it acknowledged:
+// the latest state and the monitoring route's checkpoint are those of the last 200, and the
+// evidence held is what OnEvidence was told of. A failed commit's writes must not show:
+// Pebble applies a batch before its WAL sync, so its reads show what a crash then loses, and
+// a cosignature served from it would be undone by a restart.
+func (s *storeFault) readsAcked(w *witness.Witness) {
+	t := s.t
+	t.Helper()
+	st, ok, err := w.Latest(s.log.origin)
+	last := s.lastCosigned()
+	switch {
+	case err != nil:
+		t.Fatalf("reading the state: %v", err)
+	case ok != (last > 0) || int64(st.Size) != last:
+		t.Fatalf("the state served is size %d (%v); %d was cosigned last (failed: %v)", st.Size, ok, last, s.failed)
+	case ok && !bytes.HasSuffix(st.Checkpoint, s.last):
+		t.Fatalf("the checkpoint served at size %d does not end with the cosignature answered:\n%s", st.Size, st.Checkpoint)
+	}
+	sum := sha256.Sum256([]byte(s.log.origin))
+	rec := httptest.NewRecorder()
+	w.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/"+hex.EncodeToString(sum[:])+"/checkpoint", nil))
+	if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[ok]; rec.Code != want || (ok && !bytes.Equal(rec.Body.Bytes(), st.Checkpoint)) {
+		t.Fatalf("GET checkpoint: %d %q; want %d and the state's checkpoint", rec.Code, rec.Body, want)
+	}
+	held, err := w.ListEvidence()
+	if err != nil {
+		t.Fatalf("listing evidence: %v", err)
+	}
+	var ids []string
+	for _, e := range held {
+		ids = append(ids, e.ID)
+	}
+	if told := slices.Sorted(slices.Values(s.told)); !slices.Equal(ids, told) {
+		t.Fatalf("the evidence held is %v; stored were %v (failed: %v)", ids, told, s.failed)
+	}
+	for _, id := range s.told {
+		if _, err := w.GetEvidence(id); err != nil {
+			t.Fatalf("evidence %s, stored: %v", id, err)
+		}
+	}
 }
 
 // verify crashes the disk (unsynced writes lost) and reopens the witness on it: the state is

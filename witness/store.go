@@ -14,7 +14,9 @@ import (
 )
 
 // kv is what the witness needs of its database. commit is atomic and durable: when it
-// returns nil every pair is on disk, and when it fails none is visible. It is an interface so
+// returns nil every pair is on disk. When it fails, its pairs may still show in get and scan
+// until a reopen (Pebble applies a batch before its WAL sync, and keeps it when the sync
+// fails), which is why the Witness reads through its unacked values. It is an interface so
 // tests can fail chosen writes.
 type kv interface {
 	get(key []byte) ([]byte, bool, error)
