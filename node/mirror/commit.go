@@ -57,7 +57,7 @@ func (s *Store) commit(y *syncer, m meta, raw []byte, cp format.Checkpoint, wind
 	if err := s.putMeta(y.l, m, b); err != nil {
 		return 0, nil, err
 	}
-	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
+	if err := s.commitBatch(b); err != nil {
 		return 0, nil, fmt.Errorf("writing the mirror of %s: %w", y.l.did, err)
 	}
 	if err := y.l.setMeta(m); err != nil {
@@ -224,7 +224,7 @@ func (y *syncer) retryPending() {
 	}
 	obs, err := y.index(b, ready)
 	if err == nil {
-		err = y.s.guard.Apply(func() error { return b.Commit(pebble.Sync) })
+		err = y.s.commitBatch(b)
 	}
 	if err != nil {
 		y.s.cfg.Logger.Warn("indexing mirrored observations that waited for their descriptor", "observer", y.l.did, "err", err)
@@ -233,7 +233,9 @@ func (y *syncer) retryPending() {
 	y.s.tell(obs)
 }
 
-// EachObservation calls fn with every indexed observation of did, by server id.
+// EachObservation calls fn with every indexed observation of did, by server id, as the
+// batches acknowledged left them (see read). Index records are never deleted, so a key
+// unacked holds is either Pebble's too or had no value.
 func (s *Store) EachObservation(did string, fn func(Observation)) error {
 	prefix := []byte("v/" + did + "/")
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: append(append([]byte(nil), prefix[:len(prefix)-1]...), '0')})
@@ -242,8 +244,14 @@ func (s *Store) EachObservation(did string, fn func(Observation)) error {
 	}
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
+		v := it.Value()
+		if p, held := s.priorOf(it.Key()); held && !p.ok {
+			continue
+		} else if held {
+			v = p.value
+		}
 		var o Observation
-		if err := json.Unmarshal(it.Value(), &o); err != nil {
+		if err := json.Unmarshal(v, &o); err != nil {
 			s.cfg.Logger.Warn("skipping an unreadable mirror index record", "key", string(it.Key()), "err", err)
 			continue
 		}

@@ -30,6 +30,8 @@ type observer struct {
 	at     time.Time
 	// padBytes sizes the other entries observe appends; 0 keeps them tiny.
 	padBytes int
+	// descs is the SRI of the descriptor of each server id observed last.
+	descs map[string]string
 }
 
 func newObserver(t testing.TB, name string) *observer {
@@ -83,6 +85,10 @@ func (o *observer) observe(server, endpoint, desc string, pad int) (id, digest s
 	if _, err := o.log.Append(context.Background(), entries, []hlog.Evidence{{Kind: hlog.EvidenceDescriptors, Body: descJCS}}); err != nil {
 		o.t.Fatal(err)
 	}
+	if o.descs == nil {
+		o.descs = map[string]string{}
+	}
+	o.descs[mtl.ServerID(server, endpoint)] = sri
 	return mtl.ServerID(server, endpoint), d.ToolSet.DigestSRI
 }
 

@@ -1,13 +1,17 @@
 package mirror_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
+	"filippo.io/torchwood"
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/histor-observer/histor/internal/faultfs"
 	"github.com/histor-observer/histor/internal/pebbledb"
@@ -36,7 +40,9 @@ func TestPebbleFaults(t *testing.T) {
 		t.Helper()
 		sw := &faultfs.Switch{}
 		reg := prometheus.NewRegistry()
-		s, err := mirror.Open(mirror.Config{Dir: "m", FS: faultfs.Wrap(mem, sw), BundlesPerBatch: 1, Registerer: reg})
+		told := map[string]mirror.Observation{}
+		s, err := mirror.Open(mirror.Config{Dir: "m", FS: faultfs.Wrap(mem, sw), BundlesPerBatch: 1, Registerer: reg,
+			OnObservation: func(ob mirror.Observation) { told[ob.Server] = ob }})
 		if err != nil {
 			t.Fatalf("opening before the fault: %v", err)
 		}
@@ -44,7 +50,7 @@ func TestPebbleFaults(t *testing.T) {
 			t.Fatalf("following before the fault: %v", err)
 		}
 		sw.Arm(inj)
-		_, err = s.Sync(context.Background(), o.did, src)
+		res, err := s.Sync(context.Background(), o.did, src)
 		if err != nil && !faultfs.IsFault(err) {
 			t.Fatalf("a sync over a failing disk: %v, not the fault", err)
 		}
@@ -54,6 +60,7 @@ func TestPebbleFaults(t *testing.T) {
 		if want := map[bool]float64{false: 0, true: 1}[s.Stopped() != nil]; gauge(t, reg, "histor_mirror_stopped") != want {
 			t.Fatalf("histor_mirror_stopped is %v, want %v (stopped: %v)", gauge(t, reg, "histor_mirror_stopped"), want, s.Stopped())
 		}
+		readsAcked(t, s, o, src, res.Entries, told)
 		if err == nil {
 			held = s.Size(o.did)
 		}
@@ -159,6 +166,40 @@ func TestPebbleFaults(t *testing.T) {
 	t.Logf("calls in one sync: write %d, sync %d, create %d, rename %d, remove %d, close %d; %d bytes; %d runs failed the sync, %d stopped the store",
 		counts[faultfs.Write].Seen(), counts[faultfs.Sync].Seen(), counts[faultfs.Create].Seen(), counts[faultfs.Rename].Seen(),
 		counts[faultfs.Remove].Seen(), counts[faultfs.Close].Seen(), room.Used(), failed, stopped)
+}
+
+// readsAcked checks what the mirror serves after a sync, stopped or not, against what it
+// acknowledged: the entries of the batches committed (acked), the observations OnObservation
+// was told of. A failed batch must not show: Pebble applies it before its WAL sync and keeps
+// it when the sync fails, so a read would serve what a crash loses.
+func readsAcked(t *testing.T, s *mirror.Store, o *observer, src *logSource, acked uint64, told map[string]mirror.Observation) {
+	t.Helper()
+	size := o.log.Latest().Size
+	if st := s.Statuses(); s.Size(o.did) != acked || len(st) != 1 || st[0].Size != acked {
+		t.Fatalf("the mirror says it holds %d entries (status %+v); its batches committed %d", s.Size(o.did), st, acked)
+	}
+	cp := s.Checkpoint(o.did)
+	if cp != nil && (acked != size || !bytes.Equal(cp, o.log.Latest().Checkpoint)) {
+		t.Fatalf("a checkpoint served over %d entries committed of %d:\n%s", acked, size, cp)
+	}
+	for n := uint64(0); n*256 < size; n++ {
+		path := torchwood.TilePath(tlog.Tile{H: 8, L: -1, N: int64(n), W: int(min(256, size-n*256))})
+		got, err := s.Tile(o.did, path)
+		want, _ := src.Get(context.Background(), path, 1<<30)
+		if (cp != nil) != (err == nil) || (err == nil && !bytes.Equal(got, want)) {
+			t.Fatalf("%s with the checkpoint %s: %d bytes, %v", path, map[bool]string{false: "unserved", true: "served"}[cp != nil], len(got), err)
+		}
+	}
+	in := index(t, s, o.did)
+	if !maps.Equal(in, told) {
+		t.Fatalf("the index holds %d observations; %d were told as committed (%d entries committed)", len(in), len(told), acked)
+	}
+	for server, sri := range o.descs {
+		_, err := s.Evidence(sri)
+		if _, ok := told[server]; ok != (err == nil) {
+			t.Fatalf("the descriptor of %s, whose observation was told %v: %v", server, ok, err)
+		}
+	}
 }
 
 // gauge reads the gauge name from reg; -1 if it is not there.

@@ -79,17 +79,16 @@ func (s *Store) entry(did string, n uint64) ([]byte, error) {
 	return append([]byte(nil), v...), nil
 }
 
-// Evidence serves a descriptor the mirror keeps, by SRI.
+// Evidence serves a descriptor the mirror keeps, by SRI: one an acknowledged batch wrote.
 func (s *Store) Evidence(sri string) ([]byte, error) {
-	v, closer, err := s.db.Get(evidenceKey(sri))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, fmt.Errorf("evidence %s: %w", sri, ErrNotFound)
-	}
+	v, ok, err := s.read(evidenceKey(sri))
 	if err != nil {
 		return nil, fmt.Errorf("reading mirrored evidence: %w", err)
 	}
-	defer closer.Close()
-	return append([]byte(nil), v...), nil
+	if !ok {
+		return nil, fmt.Errorf("evidence %s: %w", sri, ErrNotFound)
+	}
+	return v, nil
 }
 
 // Proof is a mirrored entry with its inclusion proof under the newest checkpoint the mirror

@@ -98,6 +98,11 @@ type Store struct {
 
 	mu   sync.RWMutex
 	logs map[string]*mlog // by did:key; guarded by mu
+
+	// unacked holds, for each index and evidence key a batch not acknowledged wrote, the
+	// value it had before; readers take it over Pebble's (see read). Guarded by unackedMu.
+	unackedMu sync.Mutex
+	unacked   map[string]prior
 }
 
 // mlog is one observer's mirror. Its fields change only under sync (held by one Sync), and
@@ -169,7 +174,7 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening mirror store: %w", err)
 	}
-	s := &Store{cfg: cfg, db: db, logs: map[string]*mlog{}}
+	s := &Store{cfg: cfg, db: db, logs: map[string]*mlog{}, unacked: map[string]prior{}}
 	s.metrics = newMetrics(s.Stopped)
 	if err := s.load(); err != nil {
 		return nil, errors.Join(err, db.Close())
