@@ -30,7 +30,10 @@ type faultRun struct {
 	acked  map[uint64]string // index → label id of every acknowledged entry
 	size   uint64            // the largest size acknowledged to anyone
 	failed error             // the first call that failed, if any
-	next   int               // the next test entry number
+	// evidence says, of the SRI of every evidence body appended, whether its Append was
+	// acknowledged.
+	evidence map[string]bool
+	next     int // the next test entry number
 	// injected tells the injected fault's error; nil means errInjected.
 	injected func(error) bool
 }
@@ -55,6 +58,7 @@ func (r *faultRun) scenario() {
 	r.signHead(ctx)
 	r.append(5, false)
 	r.reads()
+	r.readsAcked()
 }
 
 func (r *faultRun) append(n int, withEvidence bool) {
@@ -70,6 +74,12 @@ func (r *faultRun) append(n int, withEvidence bool) {
 	}
 	before := r.l.Latest()
 	first, err := r.l.Append(context.Background(), entries, ev)
+	if r.evidence == nil {
+		r.evidence = map[string]bool{}
+	}
+	for _, e := range ev {
+		r.evidence[mtl.SRI(e.Body)] = err == nil
+	}
 	if err == nil {
 		for i, e := range entries {
 			r.acked[first+uint64(i)] = e.ID
@@ -183,6 +193,65 @@ func (r *faultRun) reads() {
 		}
 		if root, err := l.RootAt(h.Size); check("RootAt", err) && root != h.Root {
 			t.Fatal("RootAt is not the head's root")
+		}
+	}
+}
+
+// readsAcked checks, stopped or not, that the reads serve what was acknowledged and
+// nothing else: the head is at the size acknowledged last, every acknowledged label is at its
+// index, the entry bundles hold those labels and end at the head, tlog's client proves the
+// last leaf through the hash tiles under the head's root, and the evidence of an
+// acknowledged Append is served, of a failed one not. A read may fail only with the fault.
+func (r *faultRun) readsAcked() {
+	t, l := r.t, r.l
+	h := l.Latest()
+	if h.Size != r.size {
+		t.Fatalf("the head is at %d; %d was acknowledged last (failed: %v)", h.Size, r.size, r.failed)
+	}
+	failed := func(what string, err error) bool {
+		if err != nil && !r.isInjected(err) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return err != nil
+	}
+	for i, id := range r.acked {
+		if got, err := l.LabelIndex(id); !failed("LabelIndex", err) && got != i {
+			t.Fatalf("acknowledged label %s at %d, want %d", id, got, i)
+		}
+	}
+	for n := uint64(0); n*tileWidth < h.Size; n++ {
+		w := int(min(tileWidth, h.Size-n*tileWidth))
+		b, err := l.EntryBundle(n, w)
+		if failed("EntryBundle", err) {
+			continue
+		}
+		offs, err := format.BundleOffsets(b)
+		if err != nil || len(offs) != w {
+			t.Fatalf("entry bundle %d: %d entries, want %d (%v)", n, len(offs), w, err)
+		}
+		for k := range w {
+			if id := r.acked[n*tileWidth+uint64(k)]; id != "" && !bytes.Contains(format.BundleEntry(b, offs, k), []byte(id)) {
+				t.Fatalf("entry %d of bundle %d is not the label acknowledged there", k, n)
+			}
+		}
+		if _, err := l.EntryBundle(n, w+1); w < tileWidth && !errors.Is(err, ErrNotFound) && !r.isInjected(err) {
+			t.Fatalf("entry bundle %d one past the head: %v", n, err)
+		}
+	}
+	if h.Size > 0 {
+		hr := tlog.TileHashReader(tlog.Tree{N: int64(h.Size), Hash: h.Root}, tileClient{l})
+		last, err := l.Entries(h.Size-1, h.Size)
+		hs, herr := hr.ReadHashes([]int64{tlog.StoredHashIndex(0, int64(h.Size)-1)})
+		if !failed("Entries", err) && !failed("the hash tiles", herr) && hs[0] != format.LeafHash(last[0]) {
+			t.Fatalf("the hash tiles prove another last leaf at %d", h.Size-1)
+		}
+	}
+	for sri, acked := range r.evidence {
+		_, err := l.Evidence("toolsets", sri)
+		if acked {
+			failed("Evidence", err)
+		} else if !errors.Is(err, ErrNotFound) && !r.isInjected(err) {
+			t.Fatalf("evidence %s of a failed Append: %v", sri, err)
 		}
 	}
 }
