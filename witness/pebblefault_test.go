@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/histor-observer/histor/internal/faultfs"
+	"github.com/histor-observer/histor/internal/pebbledb"
 	"github.com/histor-observer/histor/witness"
 )
 
@@ -279,4 +282,70 @@ func TestPebbleFaults(t *testing.T) {
 	t.Logf("calls in the sequence: write %d, sync %d, create %d, rename %d, remove %d, close %d; %d bytes; %d runs stopped the witness",
 		counts[faultfs.Write].Seen(), counts[faultfs.Sync].Seen(), counts[faultfs.Create].Seen(), counts[faultfs.Rename].Seen(),
 		counts[faultfs.Remove].Seen(), counts[faultfs.Close].Seen(), room.Used(), stopped)
+}
+
+// holdSync holds the next sync of the WAL once armed, until released with the error the sync
+// returns.
+type holdSync struct {
+	armed   atomic.Bool
+	held    chan struct{}
+	release chan error
+}
+
+func (h *holdSync) Inject(op faultfs.Op, path string, _ int) error {
+	if op != faultfs.Sync || !strings.HasSuffix(path, ".log") || !h.armed.CompareAndSwap(true, false) {
+		return nil
+	}
+	close(h.held)
+	return <-h.release
+}
+
+// TestReadsDuringSync: while a cosignature's batch waits for its WAL sync, Pebble's reads show
+// it already, and a crash then would lose it. The state, the monitoring route and the 409s
+// must show the size cosigned before until the sync returns, and for good when it fails; a
+// sync that succeeds shows the new one. (A 409 waits for the origin's turn, so it cannot
+// be asked while the cosignature is in flight.)
+func TestReadsDuringSync(t *testing.T) {
+	for _, fails := range []bool{false, true} {
+		t.Run(map[bool]string{false: "synced", true: "failed"}[fails], func(t *testing.T) {
+			defer func(wait time.Duration) { pebbledb.FatalCloseWait = wait }(pebbledb.FatalCloseWait)
+			pebbledb.FatalCloseWait = 200 * time.Millisecond
+			s := newStoreFault(t)
+			h := &holdSync{held: make(chan struct{}), release: make(chan error)}
+			w := s.open(faultfs.Wrap(s.mem, h), nil)
+			defer w.Close()
+			defer func() {
+				select { // a check that failed while the sync was held lets it go, failed
+				case h.release <- faultfs.ErrInjected:
+				default:
+				}
+			}()
+			first, err := w.AddCheckpoint(context.Background(), s.log.request(t, 0, 3))
+			if err != nil || first.Status != 200 {
+				t.Fatalf("cosigning size 3: %d, %v", first.Status, err)
+			}
+			s.cosigned, s.last = []int64{3}, first.Body
+			h.armed.Store(true)
+			done := make(chan witness.Result)
+			go func() {
+				res, _ := w.AddCheckpoint(context.Background(), s.log.request(t, 3, 7))
+				done <- res
+			}()
+			<-h.held
+			s.readsAcked(w)
+			release := error(nil)
+			if fails {
+				release = faultfs.ErrInjected
+			}
+			h.release <- release
+			res := <-done
+			if fails != (res.Status != 200) {
+				t.Fatalf("the cosignature whose sync returned %v: %d %s", release, res.Status, res.Body)
+			}
+			if !fails {
+				s.cosigned, s.last = append(s.cosigned, 7), res.Body
+			}
+			s.readsAcked(w)
+		})
+	}
 }
