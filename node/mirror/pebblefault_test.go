@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,4 +218,75 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return -1
+}
+
+// holdSync holds the at-th sync of the WAL until released with the error it returns.
+type holdSync struct {
+	at      int32
+	seen    atomic.Int32
+	held    chan struct{}
+	release chan error
+}
+
+func (h *holdSync) Inject(op faultfs.Op, path string, _ int) error {
+	if op != faultfs.Sync || !strings.HasSuffix(path, ".log") || h.seen.Add(1) != h.at {
+		return nil
+	}
+	close(h.held)
+	return <-h.release
+}
+
+// TestReadsDuringSync: while a batch of mirrored entries waits for its WAL sync, Pebble's
+// reads show it already, and a crash then would lose it. The index and the descriptors must
+// show nothing of it until the sync returns, and for good when it fails.
+func TestReadsDuringSync(t *testing.T) {
+	o := newObserver(t, "theta")
+	for i := range 3 {
+		o.observe("com.example/h"+string(rune('a'+i)), "https://h.example/mcp", "x", 300)
+	}
+	src := &logSource{"honest", o.log}
+	for _, fails := range []bool{false, true} {
+		t.Run(map[bool]string{false: "synced", true: "failed"}[fails], func(t *testing.T) {
+			defer func(wait time.Duration) { pebbledb.FatalCloseWait = wait }(pebbledb.FatalCloseWait)
+			pebbledb.FatalCloseWait = 200 * time.Millisecond
+			// The first sync is the adopted checkpoint's; the second, the first bundle's batch.
+			h := &holdSync{at: 2, held: make(chan struct{}), release: make(chan error)}
+			var mu sync.Mutex
+			told := map[string]mirror.Observation{}
+			s, err := mirror.Open(mirror.Config{Dir: "m", FS: faultfs.Wrap(vfs.NewStrictMem(), h), BundlesPerBatch: 1,
+				OnObservation: func(ob mirror.Observation) { mu.Lock(); told[ob.Server] = ob; mu.Unlock() }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			defer func() {
+				select { // a check that failed while the sync was held lets it go, failed
+				case h.release <- faultfs.ErrInjected:
+				default:
+				}
+			}()
+			if err := s.Follow(o.did, ""); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan mirror.Result)
+			go func() {
+				res, _ := s.Sync(context.Background(), o.did, src)
+				done <- res
+			}()
+			<-h.held
+			readsAcked(t, s, o, src, 0, told)
+			release := error(nil)
+			if fails {
+				release = faultfs.ErrInjected
+			}
+			h.release <- release
+			res := <-done
+			mu.Lock()
+			defer mu.Unlock()
+			if fails != (res.Entries == 0) {
+				t.Fatalf("the sync whose first batch's sync returned %v mirrored %d entries", release, res.Entries)
+			}
+			readsAcked(t, s, o, src, res.Entries, told)
+		})
+	}
 }
