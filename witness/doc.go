@@ -11,7 +11,10 @@
 // for the last, and clients treat both as a refusal). Checkpoints are parsed by log/format,
 // which refuses extension lines (Sunlight's witness does too). Otherwise the witness signs,
 // writes the new state in one synced Pebble batch, and only then answers 200 with its
-// cosignature line: a failed write answers 500 and shows no cosignature.
+// cosignature line: a failed write answers 500 and shows no cosignature. No read (the
+// monitoring route, the size a 409 names, the evidence) shows a write before it is
+// acknowledged: Pebble shows a batch to its reads before its WAL sync, and keeps it there
+// when the sync fails, so a key a commit in flight or failed wrote is read as it was before.
 //
 // Each origin has one turn at a time: reading its state, deciding and writing happen in that
 // turn, which makes the old-size check and the update one compare-and-swap, so two racing

@@ -334,5 +334,6 @@ func (s *Store) Size(did string) uint64 {
 }
 
 // Stopped is the failed write that stopped the mirror store's writes (Pebble's commit pipeline
-// cannot go on after one), nil while it takes them. Reads go on; reopening clears it.
+// cannot go on after one), nil while it takes them. Reads go on, showing what was
+// acknowledged; reopening clears it.
 func (s *Store) Stopped() error { return s.guard.Stopped() }
