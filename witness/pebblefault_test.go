@@ -10,8 +10,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -284,22 +282,6 @@ func TestPebbleFaults(t *testing.T) {
 		counts[faultfs.Remove].Seen(), counts[faultfs.Close].Seen(), room.Used(), stopped)
 }
 
-// holdSync holds the next sync of the WAL once armed, until released with the error the sync
-// returns.
-type holdSync struct {
-	armed   atomic.Bool
-	held    chan struct{}
-	release chan error
-}
-
-func (h *holdSync) Inject(op faultfs.Op, path string, _ int) error {
-	if op != faultfs.Sync || !strings.HasSuffix(path, ".log") || !h.armed.CompareAndSwap(true, false) {
-		return nil
-	}
-	close(h.held)
-	return <-h.release
-}
-
 // TestReadsDuringSync: while a cosignature's batch waits for its WAL sync, Pebble's reads show
 // it already, and a crash then would lose it. The state, the monitoring route and the 409s
 // must show the size cosigned before until the sync returns, and for good when it fails; a
@@ -311,33 +293,28 @@ func TestReadsDuringSync(t *testing.T) {
 			defer func(wait time.Duration) { pebbledb.FatalCloseWait = wait }(pebbledb.FatalCloseWait)
 			pebbledb.FatalCloseWait = 200 * time.Millisecond
 			s := newStoreFault(t)
-			h := &holdSync{held: make(chan struct{}), release: make(chan error)}
+			h := faultfs.NewHold()
 			w := s.open(faultfs.Wrap(s.mem, h), nil)
 			defer w.Close()
-			defer func() {
-				select { // a check that failed while the sync was held lets it go, failed
-				case h.release <- faultfs.ErrInjected:
-				default:
-				}
-			}()
+			defer h.Release(faultfs.ErrInjected) // a check that failed while the sync was held lets it go, failed
 			first, err := w.AddCheckpoint(context.Background(), s.log.request(t, 0, 3))
 			if err != nil || first.Status != 200 {
 				t.Fatalf("cosigning size 3: %d, %v", first.Status, err)
 			}
 			s.cosigned, s.last = []int64{3}, first.Body
-			h.armed.Store(true)
+			h.Arm(0)
 			done := make(chan witness.Result)
 			go func() {
 				res, _ := w.AddCheckpoint(context.Background(), s.log.request(t, 3, 7))
 				done <- res
 			}()
-			<-h.held
+			<-h.Held()
 			s.readsAcked(w)
 			release := error(nil)
 			if fails {
 				release = faultfs.ErrInjected
 			}
-			h.release <- release
+			h.Release(release)
 			res := <-done
 			if fails != (res.Status != 200) {
 				t.Fatalf("the cosignature whose sync returned %v: %d %s", release, res.Status, res.Body)

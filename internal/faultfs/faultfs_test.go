@@ -185,3 +185,44 @@ func TestWithin(t *testing.T) {
 		t.Fatalf("a hang: %v", err)
 	}
 }
+
+// TestHold: nothing is held before Arm; once armed the skipped syncs pass, the next waits
+// for Release and returns its error, later ones pass, and a second Release does nothing.
+func TestHold(t *testing.T) {
+	h := NewHold()
+	fs := Wrap(vfs.NewMem(), h)
+	wal, err := fs.Create("000001.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := fs.Create("MANIFEST-000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wal.Sync(); err != nil {
+		t.Fatalf("a sync before Arm: %v", err)
+	}
+	h.Arm(1)
+	if err := other.Sync(); err != nil {
+		t.Fatalf("a sync of another file: %v", err)
+	}
+	if err := wal.Sync(); err != nil {
+		t.Fatalf("the skipped sync: %v", err)
+	}
+	done := make(chan error)
+	go func() { done <- wal.Sync() }()
+	<-h.Held()
+	select {
+	case err := <-done:
+		t.Fatalf("the held sync returned %v before Release", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	h.Release(ErrInjected)
+	if err := <-done; !errors.Is(err, ErrInjected) {
+		t.Fatalf("the held sync returned %v", err)
+	}
+	h.Release(nil) // does nothing, does not block
+	if err := wal.Sync(); err != nil {
+		t.Fatalf("a sync after the held one: %v", err)
+	}
+}

@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,22 +218,6 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return -1
 }
 
-// holdSync holds the at-th sync of the WAL until released with the error it returns.
-type holdSync struct {
-	at      int32
-	seen    atomic.Int32
-	held    chan struct{}
-	release chan error
-}
-
-func (h *holdSync) Inject(op faultfs.Op, path string, _ int) error {
-	if op != faultfs.Sync || !strings.HasSuffix(path, ".log") || h.seen.Add(1) != h.at {
-		return nil
-	}
-	close(h.held)
-	return <-h.release
-}
-
 // TestReadsDuringSync: while a batch of mirrored entries waits for its WAL sync, Pebble's
 // reads show it already, and a crash then would lose it. The index and the descriptors must
 // show nothing of it until the sync returns, and for good when it fails.
@@ -249,8 +231,7 @@ func TestReadsDuringSync(t *testing.T) {
 		t.Run(map[bool]string{false: "synced", true: "failed"}[fails], func(t *testing.T) {
 			defer func(wait time.Duration) { pebbledb.FatalCloseWait = wait }(pebbledb.FatalCloseWait)
 			pebbledb.FatalCloseWait = 200 * time.Millisecond
-			// The first sync is the adopted checkpoint's; the second, the first bundle's batch.
-			h := &holdSync{at: 2, held: make(chan struct{}), release: make(chan error)}
+			h := faultfs.NewHold()
 			var mu sync.Mutex
 			told := map[string]mirror.Observation{}
 			s, err := mirror.Open(mirror.Config{Dir: "m", FS: faultfs.Wrap(vfs.NewStrictMem(), h), BundlesPerBatch: 1,
@@ -259,27 +240,23 @@ func TestReadsDuringSync(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			defer func() {
-				select { // a check that failed while the sync was held lets it go, failed
-				case h.release <- faultfs.ErrInjected:
-				default:
-				}
-			}()
+			defer h.Release(faultfs.ErrInjected) // a check that failed while the sync was held lets it go, failed
 			if err := s.Follow(o.did, ""); err != nil {
 				t.Fatal(err)
 			}
+			h.Arm(1) // the first sync is the adopted checkpoint's; the next, the first bundle's batch
 			done := make(chan mirror.Result)
 			go func() {
 				res, _ := s.Sync(context.Background(), o.did, src)
 				done <- res
 			}()
-			<-h.held
+			<-h.Held()
 			readsAcked(t, s, o, src, 0, told)
 			release := error(nil)
 			if fails {
 				release = faultfs.ErrInjected
 			}
-			h.release <- release
+			h.Release(release)
 			res := <-done
 			mu.Lock()
 			defer mu.Unlock()

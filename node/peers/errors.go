@@ -27,6 +27,9 @@ var (
 	ErrFull = errors.New("bound reached")
 )
 
+// ErrClosed: the store was closed; nothing more is read from it or written to it.
+var ErrClosed = errors.New("peer store closed")
+
 // RefusedError says which observation Add refused and why; errors.Is tells the reasons apart.
 type RefusedError struct {
 	Observer string // did:key, "" when the observation did not parse

@@ -67,22 +67,48 @@ func (s *Store) SplitServers() []string {
 // Observers returns the kept observations of server with their proofs, sorted by did:key;
 // an empty slice (not nil) when there are none.
 func (s *Store) Observers(server string) ([]Observer, error) {
-	kept := s.kept(server)
-	out := make([]Observer, 0, len(kept))
-	for _, k := range kept {
-		o, err := s.observer(server, k)
-		if err != nil {
-			return nil, err
+	kept, out, err := s.readStored(server)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range kept {
+		if k.Mirrored {
+			if out[i], err = s.mirrored(k); err != nil {
+				return nil, err
+			}
 		}
-		out = append(out, o)
 	}
 	return out, nil
 }
 
-func (s *Store) observer(server string, k summary) (Observer, error) {
-	if k.Mirrored {
-		return s.mirrored(k)
+// readStored returns the kept observations of server and an entry for each, the stored ones
+// filled in. They are read under the lock their summaries are: a write holds it from the
+// moment Pebble's reads show its record (before its WAL sync returns) until the index
+// follows, so a summary and the record read with it are one observation. The mirrored ones
+// are left to Observers, which proves them without the lock (Prove takes the mirror's).
+func (s *Store) readStored(server string) ([]summary, []Observer, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, nil, ErrClosed
 	}
+	kept := s.keptLocked(server)
+	out := make([]Observer, len(kept))
+	for i, k := range kept {
+		if k.Mirrored {
+			continue
+		}
+		o, err := s.stored(server, k)
+		if err != nil {
+			return nil, nil, err
+		}
+		out[i] = o
+	}
+	return kept, out, nil
+}
+
+// stored reads the record of k, a stored observation of server; the caller holds mu.
+func (s *Store) stored(server string, k summary) (Observer, error) {
 	v, closer, err := s.db.Get(recordKey(server, k.Observer))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return Observer{}, fmt.Errorf("reading peer observation of %s by %s: not stored", server, k.Observer)

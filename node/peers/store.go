@@ -70,6 +70,7 @@ type Store struct {
 	allowed map[string]bool                // did → its observations count; guarded by mu
 	servers map[string]map[string]*summary // server id → did → kept observation; guarded by mu
 	counts  map[string]int                 // did → servers kept for it; guarded by mu
+	closed  bool                           // guarded by mu
 }
 
 // summary is the in-memory part of a kept observation: what agreement and listings read.
@@ -138,8 +139,15 @@ func (c *Config) applyDefaults() {
 	}
 }
 
-// Close closes the store.
+// Close closes the store once the writes under way are done; later calls of the store
+// answer ErrClosed (Agreement and the listings, read from memory, go on).
 func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
 	if err := s.guard.Close(s.db); err != nil {
 		return fmt.Errorf("closing peer store: %w", err)
 	}
@@ -229,6 +237,9 @@ func (s *Store) Add(p Proven) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
 	sum := summarize(o, c.sth.TreeSize)
 	old := s.servers[o.Server][o.Observer]
 	switch replace, err := supersedes(sum, old); {
@@ -300,6 +311,9 @@ func (s *Store) PutMirrored(o mirror.Observation) error {
 		ObservedAt: o.ObservedAt, LabelID: o.LabelID, LeafIndex: o.LeafIndex, Mirrored: true}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
 	if !s.allowed[o.Observer] || o.Observer == s.cfg.Self {
 		return &RefusedError{Observer: o.Observer, Server: o.Server, Reason: ErrUnknownObserver}
 	}
@@ -339,6 +353,9 @@ func (s *Store) SetAllowList(list []string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	type gone struct{ server, did string }
@@ -413,6 +430,11 @@ func (s *Store) write(o *wire.Observation, p Proven) error {
 func (s *Store) kept(server string) []summary {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.keptLocked(server)
+}
+
+// keptLocked is kept for a caller that holds mu.
+func (s *Store) keptLocked(server string) []summary {
 	out := make([]summary, 0, len(s.servers[server]))
 	for _, sum := range s.servers[server] {
 		out = append(out, *sum)
