@@ -31,6 +31,12 @@ type box struct {
 	net                      *trap.Network
 }
 
+// stages are the stages that run in a box, each on a trap network of its own.
+var stages = []string{"scripts", "run"}
+
+// networkID is the trap network id of stage name in the run tagged tag.
+func networkID(name, tag string) string { return name[:1] + "-" + tag }
+
 // openBox prepares the surroundings of stage name ("scripts" or "run").
 func (r *run) openBox(ctx context.Context, name string) (*box, error) {
 	dir := filepath.Join(r.dir, name)
@@ -47,7 +53,7 @@ func (r *run) openBox(ctx context.Context, name string) (*box, error) {
 	if err := os.Chown(b.app, sandboxUID, sandboxUID); err != nil {
 		return nil, fmt.Errorf("preparing %s: %w", name, err)
 	}
-	net, err := r.o.pool.Open(ctx, name[:1]+"-"+r.tag)
+	net, err := r.o.pool.Open(ctx, networkID(name, r.tag))
 	if err != nil {
 		return nil, fmt.Errorf("opening trap network: %w", err)
 	}

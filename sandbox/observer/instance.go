@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/histor-observer/histor/sandbox/gvisor"
+	"github.com/histor-observer/histor/sandbox/trap"
 )
 
 // An Observer works in a directory of its own under Config.WorkDir,
@@ -134,17 +135,45 @@ func tryLock(dir string) (lock *os.File, held bool) {
 }
 
 // sweepRuntime destroys the runsc containers left in an abandoned
-// instance directory's state.
+// instance directory's state, then the trap networks of its runs: their
+// namespaces outlive the process that opened them.
 func sweepRuntime(runsc, platform string, log *slog.Logger) func(context.Context, string) error {
 	return func(ctx context.Context, dir string) error {
-		state := filepath.Join(dir, "runsc")
-		if _, err := os.Stat(state); err != nil {
-			return nil
+		if state := filepath.Join(dir, "runsc"); exists(state) {
+			// New sweeps its state directory; the runtime is dropped after.
+			if _, err := gvisor.New(ctx, gvisor.Config{Runsc: runsc, StateDir: state, Platform: platform, Logger: log}); err != nil {
+				return err
+			}
 		}
-		// New sweeps its state directory; the runtime is dropped after.
-		_, err := gvisor.New(ctx, gvisor.Config{Runsc: runsc, StateDir: state, Platform: platform, Logger: log})
-		return err
+		return sweepNetworks(ctx, dir)
 	}
+}
+
+// sweepNetworks removes the trap networks of the runs under an abandoned
+// instance directory: each run's directory is runs/<tag>-<random>.
+func sweepNetworks(ctx context.Context, dir string) error {
+	des, err := os.ReadDir(filepath.Join(dir, "runs"))
+	if err != nil {
+		return nil // no run was made
+	}
+	var errs []error
+	for _, de := range des {
+		tag, _, ok := strings.Cut(de.Name(), "-")
+		if !ok || !de.IsDir() {
+			continue
+		}
+		for _, stage := range stages {
+			if err := trap.Remove(ctx, networkID(stage, tag)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // removeMounted unmounts what is mounted under dir (a run's tmpfs left by

@@ -12,6 +12,7 @@ import (
 	"github.com/histor-observer/histor/sandbox/gvisor"
 	"github.com/histor-observer/histor/sandbox/pkgs/pkgstest"
 	"github.com/histor-observer/histor/sandbox/rootfs"
+	"github.com/histor-observer/histor/sandbox/trap"
 )
 
 // TestSharedWorkDir: two Observers on one WorkDir (two processes'
@@ -40,6 +41,26 @@ func TestSharedWorkDir(t *testing.T) {
 	if _, err := boundDir(runDir, 1<<20); err != nil {
 		t.Fatal(err)
 	}
+	// Its other run's trap network, opened by a pool nobody closes (the owner died).
+	tag := newTag()
+	if err := os.MkdirAll(filepath.Join(dead, "runs", tag+"-12345"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := trap.NewPool(trap.Config{CAFile: filepath.Join(t.TempDir(), "ca.pem")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := pool.Open(context.Background(), networkID("run", tag))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer left.Close()
+	leftNS := []string{"/var/run/netns/" + trap.SandboxPrefix + networkID("run", tag), "/var/run/netns/" + trap.TrapPrefix + networkID("run", tag)}
+	for _, ns := range leftNS {
+		if _, err := os.Stat(ns); err != nil {
+			t.Fatalf("the left network's namespace: %v", err)
+		}
+	}
 
 	b := newTestObserver(t, Config{WorkDir: work})
 	if a.inst.dir == b.inst.dir || !strings.HasPrefix(b.inst.dir, work+"/"+instancePrefix) {
@@ -50,6 +71,11 @@ func TestSharedWorkDir(t *testing.T) {
 	}
 	if m, _ := mountsUnder(dead); len(m) > 0 {
 		t.Errorf("its tmpfs is still mounted: %v", m)
+	}
+	for _, ns := range leftNS {
+		if _, err := os.Stat(ns); !os.IsNotExist(err) {
+			t.Errorf("the left network's namespace %s is still there: %v", ns, err)
+		}
 	}
 	select {
 	case <-time.After(2 * time.Second):

@@ -474,23 +474,26 @@ func TestRecordBound(t *testing.T) {
 	}
 }
 
-func TestSweep(t *testing.T) {
+// TestRemove: Remove deletes both namespaces of a network its owner did not
+// close, takes one already gone as done, and refuses an id Open would.
+func TestRemove(t *testing.T) {
 	needRoot(t)
 	for _, name := range []string{SandboxPrefix + "stale-test", TrapPrefix + "stale-test"} {
 		if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v", out, err)
 		}
 	}
-	// Only this test's: other packages' runs can be live on the machine.
-	swept, err := Sweep(context.Background(), "stale-")
-	if err != nil {
+	if err := Remove(context.Background(), "stale-test"); err != nil {
 		t.Fatal(err)
-	}
-	if len(swept) != 2 {
-		t.Errorf("swept %q", swept)
 	}
 	if left := ourNamespaces(t, "stale-test"); len(left) != 0 {
 		t.Errorf("left %q", left)
+	}
+	if err := Remove(context.Background(), "stale-test"); err != nil {
+		t.Errorf("removing it again: %v", err)
+	}
+	if err := Remove(context.Background(), "../etc"); err == nil {
+		t.Error("a bad id was taken")
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -173,34 +172,18 @@ func (p *Pool) addrs(slot int) (trapAddr, sandboxAddr netip.Addr) {
 	return at(1), at(2)
 }
 
-// Sweep deletes every network namespace named with SandboxPrefix or
-// TrapPrefix followed by idPrefix: what an owner that died left. Call it
-// once at startup, before any Open, with the prefix of the ids this owner
-// opens ("" for all): another owner's live networks on the same machine
-// are gone with it when the prefixes overlap. It returns the names it
-// removed.
-func Sweep(ctx context.Context, idPrefix string) ([]string, error) {
-	entries, err := os.ReadDir(netnsDir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+// Remove deletes the two namespaces of the network with run id id, as a
+// Network's Close does, for an owner that died before closing it: the
+// sweep of an abandoned work directory names each network its runs had.
+// A namespace already gone is not an error.
+func Remove(ctx context.Context, id string) error {
+	if !idPattern.MatchString(id) {
+		return fmt.Errorf("removing trap network: bad run id %q", id)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("listing network namespaces: %w", err)
+	if err := errors.Join(deleteNetns(ctx, SandboxPrefix+id), deleteNetns(ctx, TrapPrefix+id)); err != nil {
+		return fmt.Errorf("removing trap network %s: %w", id, err)
 	}
-	var swept []string
-	var errs []error
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasPrefix(name, SandboxPrefix+idPrefix) && !strings.HasPrefix(name, TrapPrefix+idPrefix) {
-			continue
-		}
-		if err := deleteNetns(ctx, name); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		swept = append(swept, name)
-	}
-	return swept, errors.Join(errs...)
+	return nil
 }
 
 // deleteNetns removes a named namespace; one already gone is not an error.
