@@ -68,15 +68,20 @@ func (s *Store) Labels(id string) ([]LabelRef, error) {
 
 // LabelTarget returns the id of the target label id was issued for.
 func (s *Store) LabelTarget(labelID string) (string, error) {
-	val, closer, err := s.db.Get([]byte(prefixLabelID + labelID))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return "", ErrNotFound
-	}
-	if err != nil {
-		return "", fmt.Errorf("reading label %s: %w", labelID, err)
-	}
-	defer closer.Close()
-	return string(val), nil
+	var target string
+	err := s.read(func(r pebble.Reader) error {
+		val, closer, err := r.Get([]byte(prefixLabelID + labelID))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("reading label %s: %w", labelID, err)
+		}
+		defer closer.Close()
+		target = string(val)
+		return nil
+	})
+	return target, err
 }
 
 // nextSeqs reserves n change sequence numbers, returning the first, and
@@ -97,39 +102,42 @@ func (s *Store) nextSeqs(b *pebble.Batch, n int) (int64, error) {
 
 func seqKey(seq int64) string { return prefixSeq + hex16(uint64(seq)) }
 
-// ChangeBySeq returns the change with HISTOR's integer id seq, once its commit was
-// acknowledged (see Store.acked).
+// ChangeBySeq returns the change with HISTOR's integer id seq.
 func (s *Store) ChangeBySeq(seq int64) (*Change, error) {
-	if seq <= 0 || seq > s.acked.Load() {
+	if seq <= 0 {
 		return nil, ErrNotFound
 	}
 	return s.changeAt(seqKey(seq), fmt.Sprintf("change %d", seq))
 }
 
 // ChangesBefore returns up to limit changes with Seq below before (before ≤
-// 0: from the newest), highest Seq first, of those whose commit was
-// acknowledged (see Store.acked).
+// 0: from the newest), highest Seq first.
 func (s *Store) ChangesBefore(before int64, limit int) ([]Change, error) {
-	acked := s.acked.Load()
-	upper := seqKey(acked + 1)
-	if before > 0 && before <= acked {
+	upper := afterPrefix(prefixSeq)
+	if before > 0 {
 		upper = seqKey(before)
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixSeq), UpperBound: []byte(upper)})
-	if err != nil {
-		return nil, fmt.Errorf("listing changes: %w", err)
-	}
-	defer it.Close()
 	var out []Change
-	for ok := it.Last(); ok && (limit <= 0 || len(out) < limit); ok = it.Prev() {
-		var c Change
-		if err := s.getJSON(string(it.Value()), &c); err != nil {
-			return nil, err
+	err := s.read(func(r pebble.Reader) error {
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixSeq), UpperBound: []byte(upper)})
+		if err != nil {
+			return fmt.Errorf("listing changes: %w", err)
 		}
-		out = append(out, c)
-	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("listing changes: %w", err)
+		defer it.Close()
+		for ok := it.Last(); ok && (limit <= 0 || len(out) < limit); ok = it.Prev() {
+			var c Change
+			if err := getJSONIn(r, string(it.Value()), &c); err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		if err := it.Error(); err != nil {
+			return fmt.Errorf("listing changes: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -193,13 +201,30 @@ func (s *Store) PruneClientReports(before string) (int, error) {
 // order by target, then day, so it reads one key per target and the
 // reports it deletes. The caller holds commitMu.
 func (s *Store) pruneReports(before string) (int, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixReport), UpperBound: []byte(afterPrefix(prefixReport))})
+	b := s.db.NewBatch()
+	defer b.Close()
+	var n int
+	err := s.read(func(r pebble.Reader) error {
+		var err error
+		n, err = prunedReports(r, b, before)
+		return err
+	})
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if err := s.view.Commit(b); err != nil {
+		return 0, fmt.Errorf("pruning client reports: %w", err)
+	}
+	return n, nil
+}
+
+// prunedReports adds to b the deletion of r's reports before day and returns how many.
+func prunedReports(r pebble.Reader, b *pebble.Batch, before string) (int, error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixReport), UpperBound: []byte(afterPrefix(prefixReport))})
 	if err != nil {
 		return 0, fmt.Errorf("pruning client reports: %w", err)
 	}
 	defer it.Close()
-	b := s.db.NewBatch()
-	defer b.Close()
 	n := 0
 	for ok := it.First(); ok; {
 		target, _, _ := strings.Cut(string(it.Key()[len(prefixReport):]), "/")
@@ -219,12 +244,6 @@ func (s *Store) pruneReports(before string) (int, error) {
 	if err := it.Error(); err != nil {
 		return 0, fmt.Errorf("pruning client reports: %w", err)
 	}
-	if n == 0 {
-		return 0, nil
-	}
-	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
-		return 0, fmt.Errorf("pruning client reports: %w", err)
-	}
 	return n, nil
 }
 
@@ -239,21 +258,27 @@ func afterPrefix(prefix string) string {
 // kept are never read.
 func (s *Store) ClientReports(id, since string) ([]ClientReport, error) {
 	from := prefixReport + id + "/"
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(from + since), UpperBound: []byte(afterPrefix(from))})
-	if err != nil {
-		return nil, fmt.Errorf("listing client reports: %w", err)
-	}
-	defer it.Close()
 	var out []ClientReport
-	for ok := it.First(); ok; ok = it.Next() {
-		var r ClientReport
-		if err := json.Unmarshal(it.Value(), &r); err != nil {
-			return nil, fmt.Errorf("decoding client report: %w", err)
+	err := s.read(func(r pebble.Reader) error {
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte(from + since), UpperBound: []byte(afterPrefix(from))})
+		if err != nil {
+			return fmt.Errorf("listing client reports: %w", err)
 		}
-		out = append(out, r)
-	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("listing client reports: %w", err)
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			var rep ClientReport
+			if err := json.Unmarshal(it.Value(), &rep); err != nil {
+				return fmt.Errorf("decoding client report: %w", err)
+			}
+			out = append(out, rep)
+		}
+		if err := it.Error(); err != nil {
+			return fmt.Errorf("listing client reports: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

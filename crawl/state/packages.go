@@ -64,7 +64,7 @@ func (s *Store) PutPackageRun(r PackageRun) error {
 	if err := addPackageRun(b, r, latest); err != nil {
 		return err
 	}
-	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
+	if err := s.view.Commit(b); err != nil {
 		return fmt.Errorf("writing package run of %s: %w", r.TargetID, err)
 	}
 	return nil

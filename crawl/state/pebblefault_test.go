@@ -21,7 +21,7 @@ import (
 // over a disk that fails: each write, sync, create, rename, remove and close after Open in
 // turn, once and from then on, and a disk that fills (faulttest.Run). After each: the
 // commit that met the fault fails with it, the store stops (Stopped) and refuses later
-// writes at once, and after a crash it reopens with every acknowledged commit whole (each
+// writes at once, its reads show exactly what was acknowledged, and after a crash it reopens with every acknowledged commit whole (each
 // target's record with its observation, span and labels, each change with its sequence
 // number, none skipped) and commits again at the next sequence number.
 func TestPebbleFaults(t *testing.T) {
@@ -84,7 +84,8 @@ func TestPebbleFaults(t *testing.T) {
 			{Name: "prune", Do: func(s *Store) error { _, err := s.PruneClientReports("2026-11-02"); return err }},
 			write("run", func(s *Store) error { return s.AddRun(Run{Started: at.Add(2 * time.Hour), Targets: 3, Changes: 1}) }),
 		},
-		Dump: func(s *Store) (string, error) { return dumpState(s, ids) },
+		Dump:              func(s *Store) (string, error) { return dumpState(s, ids) },
+		StoppedShowsAcked: true,
 		Again: func(s *Store) error {
 			n := 0
 			for seq := int64(1); ; seq++ {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -53,13 +52,12 @@ func (s *Store) CommitAll(us []Update) error {
 			return err
 		}
 	}
-	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
+	if err := s.view.Commit(b); err != nil {
 		return fmt.Errorf("writing crawl state: %w", err)
 	}
 	for i, u := range us {
 		if u.Change != nil {
 			u.Change.Seq = seqs[i]
-			s.acked.Store(max(s.acked.Load(), seqs[i]))
 		}
 	}
 	return nil
@@ -135,7 +133,7 @@ func (s *Store) PutTargets(ts []Target) error {
 			return err
 		}
 	}
-	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
+	if err := s.view.Commit(b); err != nil {
 		return fmt.Errorf("writing targets: %w", err)
 	}
 	return nil
@@ -177,8 +175,15 @@ func setJSON(b *pebble.Batch, key string, v any) error {
 	return b.Set([]byte(key), val, nil)
 }
 
+// read calls fn with a reader of what the acknowledged commits wrote (see Store.view).
+func (s *Store) read(fn func(pebble.Reader) error) error { return s.view.Read(fn) }
+
 func (s *Store) getJSON(key string, v any) error {
-	val, closer, err := s.db.Get([]byte(key))
+	return s.read(func(r pebble.Reader) error { return getJSONIn(r, key, v) })
+}
+
+func getJSONIn(r pebble.Reader, key string, v any) error {
+	val, closer, err := r.Get([]byte(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return ErrNotFound
 	}
@@ -227,17 +232,20 @@ func (s *Store) Change(id string) (*Change, error) {
 
 // changeAt reads the change whose key the index entry index holds.
 func (s *Store) changeAt(index, what string) (*Change, error) {
-	val, closer, err := s.db.Get([]byte(index))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", what, err)
-	}
-	key := string(val)
-	closer.Close()
 	var c Change
-	if err := s.getJSON(key, &c); err != nil {
+	err := s.read(func(r pebble.Reader) error {
+		val, closer, err := r.Get([]byte(index))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", what, err)
+		}
+		key := string(val)
+		closer.Close()
+		return getJSONIn(r, key, &c)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return &c, nil
@@ -258,12 +266,9 @@ func listJSON[T any](s *Store, prefix string, limit int, what string) ([]T, erro
 	return out, err
 }
 
-// Changes returns up to limit change records, newest first (limit ≤ 0: all), of those
-// whose commit was acknowledged (see Store.acked).
+// Changes returns up to limit change records, newest first (limit ≤ 0: all).
 func (s *Store) Changes(limit int) ([]Change, error) {
-	acked := s.acked.Load()
-	cs, err := listJSON[Change](s, prefixChange, limit, "change")
-	return slices.DeleteFunc(cs, func(c Change) bool { return c.Seq > acked }), err
+	return listJSON[Change](s, prefixChange, limit, "change")
 }
 
 // PatternSet returns the digest of the pattern set the last scan labels used, "" if none.
@@ -297,31 +302,33 @@ func (s *Store) put(key string, v any) error {
 	if err := setJSON(b, key, v); err != nil {
 		return err
 	}
-	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
+	if err := s.view.Commit(b); err != nil {
 		return fmt.Errorf("writing %s: %w", key, err)
 	}
 	return nil
 }
 
 // scan calls fn with each value under prefix in key order, at most limit
-// values when limit > 0.
+// values when limit > 0. fn must not read the store again (it runs within a read).
 func (s *Store) scan(prefix string, limit int, fn func(val []byte) error) error {
 	upper := []byte(prefix)
 	upper[len(upper)-1]++
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefix), UpperBound: upper})
-	if err != nil {
-		return fmt.Errorf("listing %s: %w", prefix, err)
-	}
-	defer it.Close()
-	n := 0
-	for ok := it.First(); ok && (limit <= 0 || n < limit); ok = it.Next() {
-		if err := fn(it.Value()); err != nil {
-			return err
+	return s.read(func(r pebble.Reader) error {
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte(prefix), UpperBound: upper})
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", prefix, err)
 		}
-		n++
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("listing %s: %w", prefix, err)
-	}
-	return nil
+		defer it.Close()
+		n := 0
+		for ok := it.First(); ok && (limit <= 0 || n < limit); ok = it.Next() {
+			if err := fn(it.Value()); err != nil {
+				return err
+			}
+			n++
+		}
+		if err := it.Error(); err != nil {
+			return fmt.Errorf("listing %s: %w", prefix, err)
+		}
+		return nil
+	})
 }

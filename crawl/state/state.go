@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -204,8 +203,11 @@ type Run struct {
 
 // Store is an open state database. It is safe for concurrent use.
 type Store struct {
-	db     *pebble.DB
-	guard  pebbledb.Guard // every synced write; stopped by the first fatal one
+	db    *pebble.DB
+	guard pebbledb.Guard // every synced write; stopped by the first fatal one
+	// view is every read and every commit: reads show only what a commit acknowledged
+	// (Pebble's own show a batch in flight, and one whose sync failed).
+	view   *pebbledb.Acked
 	logger *slog.Logger
 	// commitMu serialises CommitAll, so change sequence numbers are
 	// assigned in commit order without gaps or repeats, and the client
@@ -214,11 +216,6 @@ type Store struct {
 	// prunedOn is the latest day whose client-report pruning has run;
 	// guarded by commitMu.
 	prunedOn string
-	// acked is the highest change sequence number a commit acknowledged; it
-	// never decreases. Reads by number stop there: after a failed WAL sync
-	// Pebble's reads show the commit, which a restart may lose and whose
-	// numbers it would then give to other changes.
-	acked atomic.Int64
 }
 
 // Open opens (or creates) the state database in dir.
@@ -235,22 +232,20 @@ func OpenFS(fsys vfs.FS, dir string, logger *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("opening crawl state %s: %w", dir, err)
 	}
 	s := &Store{db: db, logger: logger}
-	var last int64
-	if err := s.getJSON(keyChangeSeq, &last); err != nil && !errors.Is(err, ErrNotFound) {
-		return nil, errors.Join(fmt.Errorf("opening crawl state %s: %w", dir, err), db.Close())
-	}
-	s.acked.Store(last)
+	s.view = pebbledb.NewAcked(db, &s.guard)
 	return s, nil
 }
 
-// Close closes the database.
+// Close closes the database once the commit and reads under way are done; later calls
+// answer pebbledb.ErrClosed.
 func (s *Store) Close() error {
-	if err := s.guard.Close(s.db); err != nil {
+	if err := s.view.Close(); err != nil {
 		return fmt.Errorf("closing crawl state: %w", err)
 	}
 	return nil
 }
 
 // Stopped is the failed write that stopped the crawl state's writes (Pebble's commit pipeline
-// cannot go on after one), nil while it takes them. Reads go on; reopening clears it.
+// cannot go on after one), nil while it takes them. Reads go on, showing what was
+// acknowledged before it; reopening clears it.
 func (s *Store) Stopped() error { return s.guard.Stopped() }

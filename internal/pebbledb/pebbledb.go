@@ -181,9 +181,20 @@ var FatalCloseWait = 5 * time.Second
 // Close closes db. After a fatal error Pebble may never finish closing (a WAL it could not
 // rotate leaves its mutex held for good), so then Close waits FatalCloseWait at most and
 // leaves the database to the process's exit, saying so.
-func (g *Guard) Close(db *pebble.DB) error {
-	if g.Stopped() == nil {
+func (g *Guard) Close(db *pebble.DB) error { return g.closeAfter(db, nil) }
+
+// closeAfter is Close, calling before (nil: nothing) first, within the same bound.
+func (g *Guard) closeAfter(db *pebble.DB, before func() error) error {
+	closeAll := func() error {
+		if before != nil {
+			if err := before(); err != nil {
+				return errors.Join(err, db.Close())
+			}
+		}
 		return db.Close()
+	}
+	if g.Stopped() == nil {
+		return closeAll()
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -192,7 +203,7 @@ func (g *Guard) Close(db *pebble.DB) error {
 				done <- fmt.Errorf("closing pebble after a fatal error: %v", p)
 			}
 		}()
-		done <- db.Close()
+		done <- closeAll()
 	}()
 	select {
 	case err := <-done:

@@ -65,7 +65,8 @@ func TestPebbleFaults(t *testing.T) {
 			appendStep(evs[4], true),
 			meta("webhook/h1/state", map[string]any{"cursor": 5, "failures": 0}),
 		},
-		Dump: func(s *Store) (string, error) { return dumpEvents(s, pub, targets) },
+		Dump:              func(s *Store) (string, error) { return dumpEvents(s, pub, targets) },
+		StoppedShowsAcked: true,
 		Again: func(s *Store) error {
 			c, fresh, err := s.Append(again, "again", "dddddddddddddddd")
 			if err == nil && (!fresh || c != s.Last()) {

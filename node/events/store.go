@@ -43,7 +43,11 @@ type Item struct {
 type Store struct {
 	db    *pebble.DB
 	guard pebbledb.Guard // every synced write; stopped by the first fatal one
-	mu    sync.Mutex     // serialises Append, so cursors are assigned without gaps or repeats
+	// view is every read and every commit: reads show only what a commit acknowledged
+	// (Pebble's own show a batch in flight, and one whose sync failed, whose cursor a
+	// restart would give to another event).
+	view *pebbledb.Acked
+	mu   sync.Mutex // serialises Append, so cursors are assigned without gaps or repeats
 	// last is the newest cursor assigned; guarded by mu, also read under it.
 	last uint64
 	// appended is closed and replaced on every fresh Append; guarded by mu.
@@ -61,6 +65,7 @@ func OpenFS(fsys vfs.FS, dir string) (*Store, error) {
 		return nil, fmt.Errorf("opening events %s: %w", dir, err)
 	}
 	s := &Store{db: db, appended: make(chan struct{})}
+	s.view = pebbledb.NewAcked(db, &s.guard)
 	v, closer, err := db.Get([]byte(keyLast))
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
@@ -74,9 +79,10 @@ func OpenFS(fsys vfs.FS, dir string) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the database.
+// Close closes the database once the commit and reads under way are done; later calls
+// answer pebbledb.ErrClosed.
 func (s *Store) Close() error {
-	if err := s.guard.Close(s.db); err != nil {
+	if err := s.view.Close(); err != nil {
 		return fmt.Errorf("closing events: %w", err)
 	}
 	return nil
@@ -92,14 +98,13 @@ func cursorKey(prefix string, c uint64) []byte {
 func (s *Store) Append(doc []byte, id, target string) (cursor uint64, fresh bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// Once stopped, Pebble's reads may show an append whose WAL sync failed, which a restart
-	// loses: answering "already recorded" from them would acknowledge it.
+	// A stopped store refuses every append, the same event again too: the store's
+	// acknowledged view says nothing of what a reopen will hold if a commit is in doubt.
 	if err := s.guard.Stopped(); err != nil {
 		return 0, false, fmt.Errorf("appending event: %w", &pebbledb.StoppedError{Cause: err})
 	}
-	v, closer, err := s.db.Get([]byte(prefixID + id))
+	v, err := s.get([]byte(prefixID + id))
 	if err == nil {
-		defer closer.Close()
 		return binary.BigEndian.Uint64(v), false, nil
 	}
 	if !errors.Is(err, pebble.ErrNotFound) {
@@ -113,7 +118,7 @@ func (s *Store) Append(doc []byte, id, target string) (cursor uint64, fresh bool
 	b.Set([]byte(prefixID+id), cb, nil)
 	b.Set(cursorKey(prefixTarget+target+"/", c), nil, nil)
 	b.Set([]byte(keyLast), cb, nil)
-	if err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) }); err != nil {
+	if err := s.view.Commit(b); err != nil {
 		return 0, false, fmt.Errorf("appending event: %w", err)
 	}
 	s.last = c
@@ -141,12 +146,8 @@ func (s *Store) Appended() <-chan struct{} {
 // with watch, only events about those targets.
 func (s *Store) Page(after uint64, limit int, watch []string) ([]Item, error) {
 	limit = min(max(limit, 1), MaxLimit)
-	// Only events Append acknowledged: after a failed WAL sync Pebble's reads show one that a
-	// restart may lose, and its cursor would then be given to another.
-	last := s.Last()
 	if len(watch) == 0 {
-		items, err := s.scan(prefixEvent, after, limit, func(c uint64) uint64 { return c })
-		return slices.DeleteFunc(items, func(it Item) bool { return it.Cursor > last }), err
+		return s.scan(prefixEvent, after, limit, func(c uint64) uint64 { return c })
 	}
 	var cursors []uint64
 	for _, t := range watch {
@@ -157,7 +158,7 @@ func (s *Store) Page(after uint64, limit int, watch []string) ([]Item, error) {
 		cursors = append(cursors, cs...)
 	}
 	slices.Sort(cursors)
-	cursors = slices.DeleteFunc(slices.Compact(cursors), func(c uint64) bool { return c > last })
+	cursors = slices.Compact(cursors)
 	out := make([]Item, 0, min(limit, len(cursors)))
 	for _, c := range cursors[:min(limit, len(cursors))] {
 		doc, err := s.get(cursorKey(prefixEvent, c))
@@ -170,34 +171,42 @@ func (s *Store) Page(after uint64, limit int, watch []string) ([]Item, error) {
 }
 
 // Newest returns up to limit events, newest first; with watch, only those
-// about its targets. Like Page, it shows only events Append acknowledged.
+// about its targets.
 func (s *Store) Newest(limit int, watch []string) ([]Item, error) {
 	limit = min(max(limit, 1), MaxLimit)
-	upper := cursorKey(prefixEvent, s.Last()+1)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixEvent), UpperBound: upper})
-	if err != nil {
-		return nil, fmt.Errorf("listing events: %w", err)
-	}
-	defer it.Close()
 	var out []Item
-	for ok := it.Last(); ok && len(out) < limit; ok = it.Prev() {
-		c := binary.BigEndian.Uint64(it.Key()[len(prefixEvent):])
-		if len(watch) > 0 && !s.about(c, watch) {
-			continue
+	err := s.view.Read(func(r pebble.Reader) error {
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixEvent), UpperBound: []byte(afterPrefix(prefixEvent))})
+		if err != nil {
+			return fmt.Errorf("listing events: %w", err)
 		}
-		out = append(out, Item{Cursor: c, Event: slices.Clone(it.Value())})
-	}
-	return out, it.Error()
+		defer it.Close()
+		for ok := it.Last(); ok && len(out) < limit; ok = it.Prev() {
+			c := binary.BigEndian.Uint64(it.Key()[len(prefixEvent):])
+			if len(watch) > 0 && !about(r, c, watch) {
+				continue
+			}
+			out = append(out, Item{Cursor: c, Event: slices.Clone(it.Value())})
+		}
+		return it.Error()
+	})
+	return out, err
 }
 
 // about reports whether event c is about one of targets.
-func (s *Store) about(c uint64, targets []string) bool {
+func about(r pebble.Reader, c uint64, targets []string) bool {
 	for _, t := range targets {
-		if _, err := s.get(cursorKey(prefixTarget+t+"/", c)); err == nil {
+		if _, closer, err := r.Get(cursorKey(prefixTarget+t+"/", c)); err == nil {
+			closer.Close()
 			return true
 		}
 	}
 	return false
+}
+
+// afterPrefix is the least key after every key that starts with prefix.
+func afterPrefix(prefix string) string {
+	return prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
 }
 
 func (s *Store) targetCursors(target string, after uint64, limit int) ([]uint64, error) {
@@ -212,33 +221,42 @@ func (s *Store) targetCursors(target string, after uint64, limit int) ([]uint64,
 // scan walks the cursor keys under prefix above after, at most limit; with
 // a non-zero answer from each it collects the event bytes of that cursor.
 func (s *Store) scan(prefix string, after uint64, limit int, each func(c uint64) uint64) ([]Item, error) {
-	upper := []byte(prefix)
-	upper[len(upper)-1]++
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: cursorKey(prefix, after+1), UpperBound: upper})
-	if err != nil {
-		return nil, fmt.Errorf("listing events: %w", err)
-	}
-	defer it.Close()
 	out := []Item{}
-	for ok := it.First(); ok && limit > 0; ok = it.Next() {
-		limit--
-		if c := each(binary.BigEndian.Uint64(it.Key()[len(prefix):])); c != 0 {
-			out = append(out, Item{Cursor: c, Event: slices.Clone(it.Value())})
+	err := s.view.Read(func(r pebble.Reader) error {
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: cursorKey(prefix, after+1), UpperBound: []byte(afterPrefix(prefix))})
+		if err != nil {
+			return fmt.Errorf("listing events: %w", err)
 		}
-	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("listing events: %w", err)
+		defer it.Close()
+		for ok := it.First(); ok && limit > 0; ok = it.Next() {
+			limit--
+			if c := each(binary.BigEndian.Uint64(it.Key()[len(prefix):])); c != 0 {
+				out = append(out, Item{Cursor: c, Event: slices.Clone(it.Value())})
+			}
+		}
+		if err := it.Error(); err != nil {
+			return fmt.Errorf("listing events: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 func (s *Store) get(key []byte) ([]byte, error) {
-	v, closer, err := s.db.Get(key)
-	if err != nil {
-		return nil, err
-	}
-	defer closer.Close()
-	return slices.Clone(v), nil
+	var out []byte
+	err := s.view.Read(func(r pebble.Reader) error {
+		v, closer, err := r.Get(key)
+		if err != nil {
+			return err
+		}
+		defer closer.Close()
+		out = slices.Clone(v)
+		return nil
+	})
+	return out, err
 }
 
 // Meta reads the JSON record a caller keeps under name (the event
@@ -264,7 +282,7 @@ func (s *Store) SetMeta(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", name, err)
 	}
-	if err := s.guard.Apply(func() error { return s.db.Set([]byte(prefixMeta+name), b, pebble.Sync) }); err != nil {
+	if err := s.commit(func(batch *pebble.Batch) error { return batch.Set([]byte(prefixMeta+name), b, nil) }); err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	return nil
@@ -272,30 +290,52 @@ func (s *Store) SetMeta(name string, v any) error {
 
 // DeleteMeta removes the record under name.
 func (s *Store) DeleteMeta(name string) error {
-	if err := s.guard.Apply(func() error { return s.db.Delete([]byte(prefixMeta+name), pebble.Sync) }); err != nil {
+	if err := s.commit(func(b *pebble.Batch) error { return b.Delete([]byte(prefixMeta+name), nil) }); err != nil {
 		return fmt.Errorf("deleting %s: %w", name, err)
 	}
 	return nil
 }
 
+// commit commits the batch fill makes, synced.
+func (s *Store) commit(fill func(*pebble.Batch) error) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := fill(b); err != nil {
+		return err
+	}
+	return s.view.Commit(b)
+}
+
 // EachMeta calls fn with the name and bytes of every record under
-// prefix, in name order.
+// prefix, in name order. It reads them all first, so fn may write.
 func (s *Store) EachMeta(prefix string, fn func(name string, v []byte) error) error {
 	lo := []byte(prefixMeta + prefix)
 	hi := append(slices.Clone(lo), 0xff)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	var names []string
+	var values [][]byte
+	err := s.view.Read(func(r pebble.Reader) error {
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", prefix, err)
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			names, values = append(names, string(it.Key()[len(prefixMeta):])), append(values, slices.Clone(it.Value()))
+		}
+		return it.Error()
+	})
 	if err != nil {
-		return fmt.Errorf("listing %s: %w", prefix, err)
+		return err
 	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		if err := fn(string(it.Key()[len(prefixMeta):]), it.Value()); err != nil {
+	for i, name := range names {
+		if err := fn(name, values[i]); err != nil {
 			return err
 		}
 	}
-	return it.Error()
+	return nil
 }
 
 // Stopped is the failed write that stopped the event store's writes (Pebble's commit pipeline
-// cannot go on after one), nil while it takes them. Reads go on; reopening clears it.
+// cannot go on after one), nil while it takes them. Reads go on, showing what was
+// acknowledged before it; reopening clears it.
 func (s *Store) Stopped() error { return s.guard.Stopped() }

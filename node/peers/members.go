@@ -94,22 +94,28 @@ func (s *Store) readStored(server string) ([]summary, []Observer, error) {
 	}
 	kept := s.keptLocked(server)
 	out := make([]Observer, len(kept))
-	for i, k := range kept {
-		if k.Mirrored {
-			continue
+	err := s.view.Read(func(r pebble.Reader) error {
+		for i, k := range kept {
+			if k.Mirrored {
+				continue
+			}
+			o, err := s.stored(r, server, k)
+			if err != nil {
+				return err
+			}
+			out[i] = o
 		}
-		o, err := s.stored(server, k)
-		if err != nil {
-			return nil, nil, err
-		}
-		out[i] = o
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return kept, out, nil
 }
 
-// stored reads the record of k, a stored observation of server; the caller holds mu.
-func (s *Store) stored(server string, k summary) (Observer, error) {
-	v, closer, err := s.db.Get(recordKey(server, k.Observer))
+// stored reads from r the record of k, a stored observation of server; the caller holds mu.
+func (s *Store) stored(r pebble.Reader, server string, k summary) (Observer, error) {
+	v, closer, err := r.Get(recordKey(server, k.Observer))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return Observer{}, fmt.Errorf("reading peer observation of %s by %s: not stored", server, k.Observer)
 	}
@@ -117,15 +123,15 @@ func (s *Store) stored(server string, k summary) (Observer, error) {
 		return Observer{}, fmt.Errorf("reading peer observation: %w", err)
 	}
 	defer closer.Close()
-	var r record
-	if err := json.Unmarshal(v, &r); err != nil {
+	var rec record
+	if err := json.Unmarshal(v, &rec); err != nil {
 		return Observer{}, fmt.Errorf("decoding peer observation: %w", err)
 	}
 	return Observer{
 		DID: k.Observer, Self: k.Observer == s.cfg.Self, Endpoint: k.Endpoint, Package: k.Package,
 		Digest: k.Digest, Status: k.Status, ObservedAt: k.ObservedAt.UTC().Format(timeLayout),
 		LabelID: k.LabelID, LeafIndex: k.LeafIndex, HeadSize: k.HeadSize,
-		Observation: r.Observation, Label: r.Label, InclusionProof: nonNil(r.Proof), Head: json.RawMessage(r.Head),
+		Observation: rec.Observation, Label: rec.Label, InclusionProof: nonNil(rec.Proof), Head: json.RawMessage(rec.Head),
 	}, nil
 }
 

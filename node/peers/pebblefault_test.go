@@ -89,7 +89,10 @@ func TestPebbleFaults(t *testing.T) {
 		},
 		Steps: steps,
 		Dump:  func(s *peers.Store) (string, error) { return dumpPeers(s, serverID, otherID) },
-		Again: func(s *peers.Store) error { return s.Add(aAgain) },
+		// A stopped store's reads show what it acknowledged but for the last step: the allow-list
+		// counts at once, even when deleting the records of the observer that left fails.
+		StoppedShowsAcked: false,
+		Again:             func(s *peers.Store) error { return s.Add(aAgain) },
 	})
 }
 

@@ -1,7 +1,6 @@
 package peers
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -65,6 +64,9 @@ type Store struct {
 	cfg   Config
 	db    *pebble.DB
 	guard pebbledb.Guard // every synced write; stopped by the first fatal one
+	// view is every read and every commit after load: reads show only what a commit
+	// acknowledged (Pebble's own show a write in flight, and one whose sync failed).
+	view *pebbledb.Acked
 
 	mu      sync.RWMutex
 	allowed map[string]bool                // did → its observations count; guarded by mu
@@ -121,6 +123,7 @@ func Open(cfg Config) (*Store, error) {
 	if err := s.load(); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
+	s.view = pebbledb.NewAcked(db, &s.guard)
 	return s, nil
 }
 
@@ -148,7 +151,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	if err := s.guard.Close(s.db); err != nil {
+	if err := s.view.Close(); err != nil {
 		return fmt.Errorf("closing peer store: %w", err)
 	}
 	return nil
@@ -251,30 +254,13 @@ func (s *Store) Add(p Proven) error {
 	if err := s.checkBounds(o.Server, o.Observer, old); err != nil {
 		return refuse(err, nil)
 	}
+	// A write that failed leaves the index and the reads (s.view) on the observation kept
+	// before: a stopped store shows what it acknowledged.
 	if err := s.write(o, p); err != nil {
-		if s.shows(o.Server, o.Observer, p) {
-			s.forget(o.Server, o.Observer)
-		}
 		return err
 	}
 	s.keep(o.Server, sum)
 	return nil
-}
-
-// shows says whether Pebble's reads give p as the record of server by did. After a write of
-// it failed inside Pebble they may (its WAL sync failed: applied, not durable). The index
-// must then forget the observation until a reopen reads what is durable: keeping the old
-// one, an entry read with the record would mix two observations; keeping p, the same
-// observation again would be taken as written. The caller holds mu.
-func (s *Store) shows(server, did string, p Proven) bool {
-	v, closer, err := s.db.Get(recordKey(server, did))
-	if err != nil {
-		return false
-	}
-	defer closer.Close()
-	var r record
-	return json.Unmarshal(v, &r) == nil && r.Observation == string(p.Observation) && r.Head == string(p.Head) &&
-		bytes.Equal(r.Label, p.Label)
 }
 
 // supersedes says whether next replaces kept, the same observer's kept observation of the
@@ -304,8 +290,7 @@ func supersedes(next, kept *summary) (bool, error) {
 // that observer's observation of its server when it is later in the log than the one kept
 // (the mirror is the proof; the observer must be allowed). It stores nothing: the mirror
 // holds it, and gives it again at every start. It is kept even when dropping the stored
-// observation it replaces fails (the error says so), so no read goes to a record that the
-// failed delete may have removed.
+// observation it replaces fails (the error says so): the mirror proves it.
 func (s *Store) PutMirrored(o mirror.Observation) error {
 	sum := &summary{Observer: o.Observer, Endpoint: o.Endpoint, Package: o.Package, Digest: o.Digest, Status: o.Status,
 		ObservedAt: o.ObservedAt, LabelID: o.LabelID, LeafIndex: o.LeafIndex, Mirrored: true}
@@ -326,7 +311,7 @@ func (s *Store) PutMirrored(o mirror.Observation) error {
 	}
 	var err error
 	if old != nil && !old.Mirrored {
-		err = s.guard.Apply(func() error { return s.db.Delete(recordKey(o.Server, o.Observer), pebble.Sync) })
+		err = s.commit(func(b *pebble.Batch) error { return b.Delete(recordKey(o.Server, o.Observer), nil) })
 	}
 	s.keep(o.Server, sum)
 	if err != nil {
@@ -344,8 +329,8 @@ func (s *Store) isAllowed(did string) bool {
 // SetAllowList replaces the other observers whose observations count, as Config.AllowList.
 // The observations of an observer that left the list leave the view, and its stored ones
 // are deleted; this node's own always count. The view follows list even when deleting
-// fails (the error says so): no read goes to a record the failed delete may have removed,
-// and a reopen does not count the observations of an observer off the list.
+// fails (the error says so): the list counts at once, as it will after a reopen, which
+// does not count the observations of an observer off the list.
 func (s *Store) SetAllowList(list []string) error {
 	allowed := map[string]bool{s.cfg.Self: true}
 	for _, did := range list {
@@ -373,7 +358,7 @@ func (s *Store) SetAllowList(list []string) error {
 			}
 		}
 	}
-	err := s.guard.Apply(func() error { return b.Commit(pebble.Sync) })
+	err := s.view.Commit(b)
 	for _, g := range drop {
 		s.forget(g.server, g.did)
 	}
@@ -420,10 +405,20 @@ func (s *Store) write(o *wire.Observation, p Proven) error {
 	if err != nil {
 		return fmt.Errorf("encoding peer observation: %w", err)
 	}
-	if err := s.guard.Apply(func() error { return s.db.Set(recordKey(o.Server, o.Observer), v, pebble.Sync) }); err != nil {
+	if err := s.commit(func(b *pebble.Batch) error { return b.Set(recordKey(o.Server, o.Observer), v, nil) }); err != nil {
 		return fmt.Errorf("writing peer observation: %w", err)
 	}
 	return nil
+}
+
+// commit commits the batch fill makes, synced.
+func (s *Store) commit(fill func(*pebble.Batch) error) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := fill(b); err != nil {
+		return err
+	}
+	return s.view.Commit(b)
 }
 
 // kept returns copies of the kept observations of server, sorted by observer.

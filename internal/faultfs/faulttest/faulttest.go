@@ -47,6 +47,10 @@ type Scenario[S Stoppable] struct {
 	// first step and after each, shows what each step acknowledged; after a crash the
 	// reopened store's dump must be one of those. A stopped store's must not fail.
 	Dump func(s S) (string, error)
+	// StoppedShowsAcked demands more of a stopped store's reads than whole records: its Dump
+	// is the sound run's after the steps it acknowledged, nothing of the write that failed.
+	// Left false for a store whose reads drop what a failed write touched until a reopen.
+	StoppedShowsAcked bool
 	// Again is a write after the sequence: refused at once by a stopped store, taken by the
 	// store reopened after the crash.
 	Again func(s S) error
@@ -71,7 +75,7 @@ func Run[S Stoppable](t *testing.T, sc Scenario[S]) {
 	counted := faultfs.NewCounter()
 	mem := vfs.NewStrictMem()
 	snaps := []string{}
-	r := play(t, sc, mem, counted, func(s S) { snaps = append(snaps, sc.dump(t, s)) })
+	r := play(t, sc, mem, counted, nil, func(s S) { snaps = append(snaps, sc.dump(t, s)) })
 	if r.failed != nil {
 		t.Fatalf("the sequence without faults failed at step %d: %v", r.first, r.failed)
 	}
@@ -83,7 +87,7 @@ func Run[S Stoppable](t *testing.T, sc Scenario[S]) {
 	for _, c := range faultfs.Sweep(counted, Points) {
 		t.Run(c.Name, func(t *testing.T) {
 			mem := vfs.NewStrictMem()
-			r := play(t, sc, mem, c.Injector(), nil)
+			r := play(t, sc, mem, c.Injector(), snaps, nil)
 			if why, skip := c.Missed(); skip {
 				t.Skip(why)
 			} else if why != "" {
@@ -111,8 +115,9 @@ type played struct {
 }
 
 // play opens the store on mem through a switch, arms inj and plays the sequence, calling
-// after (when set) with the store before the first step and after each.
-func play[S Stoppable](t *testing.T, sc Scenario[S], mem *vfs.MemFS, inj faultfs.Injector, after func(S)) played {
+// after (when set) with the store before the first step and after each. snaps, when set,
+// are the sound run's dumps a stopped store's must match (Scenario.StoppedShowsAcked).
+func play[S Stoppable](t *testing.T, sc Scenario[S], mem *vfs.MemFS, inj faultfs.Injector, snaps []string, after func(S)) played {
 	t.Helper()
 	sw := &faultfs.Switch{}
 	var s S
@@ -151,8 +156,13 @@ func play[S Stoppable](t *testing.T, sc Scenario[S], mem *vfs.MemFS, inj faultfs
 	sc.stoppedSaysSo(t, s, r)
 	if r.failed != nil {
 		// Reads go on: a stopped store still answers them, each record whole (Dump's checks).
-		if err := faultfs.Within(CallWait, func() error { _, err := sc.Dump(s); return err }); err != nil {
+		var got string
+		if err := faultfs.Within(CallWait, func() (err error) { got, err = sc.Dump(s); return err }); err != nil {
 			t.Fatalf("reading the stopped store: %v", err)
+		}
+		if sc.StoppedShowsAcked && snaps != nil && got != snaps[r.first] {
+			t.Fatalf("the store stopped at step %d (%s) shows what was not acknowledged; against the store after the steps before it:\n%s",
+				r.first, sc.Steps[r.first].Name, lineDiff(snaps[r.first], got))
 		}
 	}
 	if err := faultfs.Within(CallWait, s.Close); err != nil && !faultfs.IsFault(err) {

@@ -1,0 +1,103 @@
+package pebbledb_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/histor-observer/histor/internal/faultfs"
+	"github.com/histor-observer/histor/internal/pebbledb"
+)
+
+// TestAckedShowsOnlyAcknowledged: while a commit's WAL sync is held, Pebble's own reads show
+// it already and Acked's do not; once the sync returns they do, and when it fails they never
+// do, the later commits are refused, and Close still returns. After Close reads and commits
+// answer ErrClosed.
+func TestAckedShowsOnlyAcknowledged(t *testing.T) {
+	defer func(wait time.Duration) { pebbledb.FatalCloseWait = wait }(pebbledb.FatalCloseWait)
+	pebbledb.FatalCloseWait = 200 * time.Millisecond
+	for _, fails := range []bool{false, true} {
+		t.Run(map[bool]string{false: "synced", true: "failed"}[fails], func(t *testing.T) {
+			h := faultfs.NewHold()
+			db, err := pebbledb.Open("db", &pebble.Options{FS: faultfs.Wrap(vfs.NewStrictMem(), h), Logger: pebbledb.Quiet(nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g pebbledb.Guard
+			a := pebbledb.NewAcked(db, &g)
+			defer a.Close()
+			defer h.Release(faultfs.ErrInjected) // a check that failed while the sync was held lets it go, failed
+			commit := func(v string) error {
+				b := db.NewBatch()
+				defer b.Close()
+				b.Set([]byte("k"), []byte(v), nil)
+				return a.Commit(b)
+			}
+			if err := commit("1"); err != nil {
+				t.Fatal(err)
+			}
+			h.Arm(0)
+			done := make(chan error, 1)
+			go func() { done <- commit("2") }()
+			<-h.Held()
+			if got := get(t, db); got != "2" {
+				t.Fatalf("Pebble's reads during the sync show %q: the premise is gone", got)
+			}
+			if got := ackedGet(t, a); got != "1" {
+				t.Fatalf("during the sync Acked shows %q, want 1", got)
+			}
+			release := error(nil)
+			if fails {
+				release = faultfs.ErrInjected
+			}
+			h.Release(release)
+			err = <-done
+			want := "2"
+			if fails {
+				want = "1"
+				if !faultfs.IsFault(err) {
+					t.Fatalf("the failed commit answered %v", err)
+				}
+				if err := commit("3"); !errors.As(err, new(*pebbledb.StoppedError)) {
+					t.Fatalf("a commit after the failure: %v", err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got := ackedGet(t, a); got != want {
+				t.Fatalf("after the sync returned %v Acked shows %q, want %s", release, got, want)
+			}
+			if err := a.Close(); err != nil && !fails {
+				t.Fatal(err)
+			}
+			if err := a.Read(func(pebble.Reader) error { return nil }); !errors.Is(err, pebbledb.ErrClosed) {
+				t.Fatalf("a read after Close: %v", err)
+			}
+			if err := commit("4"); !errors.Is(err, pebbledb.ErrClosed) && !fails {
+				t.Fatalf("a commit after Close: %v", err)
+			}
+		})
+	}
+}
+
+func get(t *testing.T, r pebble.Reader) string {
+	t.Helper()
+	v, closer, err := r.Get([]byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	return string(v)
+}
+
+func ackedGet(t *testing.T, a *pebbledb.Acked) string {
+	t.Helper()
+	var v string
+	if err := a.Read(func(r pebble.Reader) error { v = get(t, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
