@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
 )
@@ -17,31 +18,61 @@ var ErrClosed = errors.New("store closed")
 // a crash then loses, and after a failure one nobody was told of. While a commit is in
 // flight readers read a snapshot taken before it; when it fails they read that snapshot for
 // good (the store stopped: Guard), so a stopped store serves exactly what it acknowledged.
-// A commit costs one snapshot; reads wait only for the switch between views.
+//
+// A commit costs one snapshot, and waits before it applies for the reads of the database
+// under way (a read that began before it may read again after); reads that begin meanwhile
+// wait with it, and those during its sync read the snapshot and wait for nothing.
 type Acked struct {
 	db    *pebble.DB
 	guard *Guard
 
 	commitMu sync.Mutex // one commit at a time; Close waits for it
 
-	mu     sync.RWMutex // readers hold it for a read; guards view, kept and closed
-	view   pebble.Reader
-	kept   *pebble.Snapshot // the view after a commit that stopped the store
-	closed bool
+	// mu is held shared by each read of the database, for the whole read, and by a
+	// commit or Close to change snap or closed.
+	mu      sync.RWMutex
+	snap    *snapshot // nil: reads read the database
+	closed  bool
+	reading sync.WaitGroup // the reads of a snapshot under way (they hold no lock)
+}
+
+// snapshot is the database before a commit, read while the commit is in flight or after it
+// failed.
+type snapshot struct {
+	snap *pebble.Snapshot
+	refs atomic.Int32 // its readers, and one while it is Acked's
+}
+
+// release drops one reference to s, closing it with the last.
+func (s *snapshot) release() error {
+	if s.refs.Add(-1) > 0 {
+		return nil
+	}
+	return s.snap.Close()
 }
 
 // NewAcked reads and commits db through g.
-func NewAcked(db *pebble.DB, g *Guard) *Acked { return &Acked{db: db, guard: g, view: db} }
+func NewAcked(db *pebble.DB, g *Guard) *Acked { return &Acked{db: db, guard: g} }
 
 // Read calls fn with a reader of what the acknowledged commits wrote. fn must not keep the
 // reader, an iterator or a value Get returned past its return, nor call Read or Commit.
 func (a *Acked) Read(fn func(pebble.Reader) error) error {
 	a.mu.RLock()
-	defer a.mu.RUnlock()
 	if a.closed {
+		a.mu.RUnlock()
 		return ErrClosed
 	}
-	return fn(a.view)
+	s := a.snap
+	if s == nil {
+		defer a.mu.RUnlock()
+		return fn(a.db)
+	}
+	s.refs.Add(1)
+	a.reading.Add(1)
+	a.mu.RUnlock()
+	defer a.reading.Done()
+	err := fn(s.snap)
+	return errors.Join(err, s.release())
 }
 
 // Commit commits b synced under the guard; readers see b once it is acknowledged, and
@@ -52,23 +83,23 @@ func (a *Acked) Commit(b *pebble.Batch) error {
 	if err := a.guard.Stopped(); err != nil {
 		return &StoppedError{Cause: err}
 	}
-	a.mu.Lock()
+	a.mu.Lock() // waits for the reads of the database under way
 	if a.closed {
 		a.mu.Unlock()
 		return ErrClosed
 	}
-	snap := a.db.NewSnapshot()
-	a.view = snap
+	before := &snapshot{snap: a.db.NewSnapshot()}
+	before.refs.Store(1)
+	a.snap = before
 	a.mu.Unlock()
 	err := a.guard.Apply(func() error { return b.Commit(pebble.Sync) })
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	if err != nil && a.guard.Stopped() != nil {
-		a.kept = snap // closed with the database, as Pebble may be unable to
-		return err
+		return err // before stays the view for good, closed with the database
 	}
-	a.view = a.db
-	return errors.Join(err, snap.Close())
+	a.mu.Lock()
+	a.snap = nil
+	a.mu.Unlock()
+	return errors.Join(err, before.release())
 }
 
 // Close closes the database once the commit and the reads under way are done; later reads
@@ -78,17 +109,19 @@ func (a *Acked) Close() error {
 	a.commitMu.Lock()
 	defer a.commitMu.Unlock()
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.closed {
+		a.mu.Unlock()
 		return nil
 	}
 	a.closed = true
-	kept := a.kept
+	last := a.snap
+	a.mu.Unlock()
+	a.reading.Wait()
 	return a.guard.closeAfter(a.db, func() error {
-		if kept == nil {
+		if last == nil {
 			return nil
 		}
-		if err := kept.Close(); err != nil {
+		if err := last.release(); err != nil {
 			return fmt.Errorf("closing the acknowledged view: %w", err)
 		}
 		return nil

@@ -43,8 +43,11 @@ func TestAckedShowsOnlyAcknowledged(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- commit("2") }()
 			<-h.Held()
-			if got := get(t, db); got != "2" {
-				t.Fatalf("Pebble's reads during the sync show %q: the premise is gone", got)
+			// The commit applies its batch beside the WAL's sync: wait until Pebble's reads show it.
+			for deadline := time.Now().Add(5 * time.Second); get(t, db) != "2"; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("Pebble's reads during the sync never showed the batch: the premise is gone")
+				}
 			}
 			if got := ackedGet(t, a); got != "1" {
 				t.Fatalf("during the sync Acked shows %q, want 1", got)
@@ -100,4 +103,51 @@ func ackedGet(t *testing.T, a *pebbledb.Acked) string {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestAckedCommitWaitsForReads: a read of the database that began before a commit reads
+// nothing of it, however long it takes: the commit applies only after it.
+func TestAckedCommitWaitsForReads(t *testing.T) {
+	db, err := pebbledb.Open("db", &pebble.Options{FS: vfs.NewMem(), Logger: pebbledb.Quiet(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g pebbledb.Guard
+	a := pebbledb.NewAcked(db, &g)
+	defer a.Close()
+	commit := func(v string) error {
+		b := db.NewBatch()
+		defer b.Close()
+		b.Set([]byte("k"), []byte(v), nil)
+		return a.Commit(b)
+	}
+	if err := commit("1"); err != nil {
+		t.Fatal(err)
+	}
+	inRead, goOn, read := make(chan struct{}), make(chan struct{}), make(chan [2]string, 1)
+	go a.Read(func(r pebble.Reader) error {
+		first := get(t, r)
+		close(inRead)
+		<-goOn
+		read <- [2]string{first, get(t, r)}
+		return nil
+	})
+	<-inRead
+	committed := make(chan error, 1)
+	go func() { committed <- commit("2") }()
+	select {
+	case err := <-committed:
+		t.Fatalf("the commit returned %v during a read that began before it", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(goOn)
+	if got := <-read; got != [2]string{"1", "1"} {
+		t.Fatalf("the read that began before the commit read %q", got)
+	}
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if got := ackedGet(t, a); got != "2" {
+		t.Fatalf("after the commit Acked shows %q", got)
+	}
 }
