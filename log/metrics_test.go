@@ -57,6 +57,16 @@ func TestMetrics(t *testing.T) {
 		"histor_log_stopped":                0,
 	}
 	got := gather(t, reg)
+	// Pebble's memory: the appended entries wait in the memtables (the live WAL's bytes);
+	// the cache holds what reads brought in, whatever that was.
+	if u := got["histor_log_pebble_unflushed_bytes"]; u <= 0 {
+		t.Errorf("histor_log_pebble_unflushed_bytes = %v after 5 entries with their tiles and heads", u)
+	}
+	if _, ok := got["histor_log_pebble_cache_bytes"]; !ok {
+		t.Error("no histor_log_pebble_cache_bytes")
+	}
+	delete(got, "histor_log_pebble_unflushed_bytes")
+	delete(got, "histor_log_pebble_cache_bytes")
 	for name, v := range want {
 		if got[name] != v {
 			t.Errorf("%s = %v, want %v", name, got[name], v)

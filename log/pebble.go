@@ -87,6 +87,17 @@ func applyNoSyncWait(db *pebble.DB, pb *pebble.Batch) error {
 	return err
 }
 
+// memory is what Pebble holds in memory outside the Go heap (its allocations are C's when
+// built with cgo): the bytes in the block cache, and the live WAL's, which the memtables
+// hold until they are flushed. Zero after close.
+func (s *pebbleStore) memory() (cache, unflushed int64) {
+	if s.closed.Load() {
+		return 0, 0
+	}
+	m := s.db.Metrics()
+	return m.BlockCache.Size, int64(m.WAL.Size)
+}
+
 func (s *pebbleStore) close() error {
 	if s.closed.Swap(true) {
 		return errStoreClosed

@@ -62,8 +62,8 @@ func readRequired(r *http.Request, ps ...*httpx.Uint) error {
 // mid are the opening JSON up to each number. The tree only grows, so a proof between fixed
 // sizes never changes: it is sent immutable.
 func Write(w http.ResponseWriter, head string, x uint64, mid string, y uint64, proof [][32]byte) {
-	b := getBuf()
-	defer putBuf(b)
+	b := GetBuf()
+	defer PutBuf(b)
 	*b = append(*b, head...)
 	*b = strconv.AppendUint(*b, x, 10)
 	*b = append(*b, mid...)
@@ -107,9 +107,11 @@ func AppendHexList(b []byte, hashes [][32]byte) []byte {
 // 1.5 KB at a million leaves.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
-func getBuf() *[]byte { b := bufPool.Get().(*[]byte); *b = (*b)[:0]; return b }
+// GetBuf returns an empty answer buffer from the pool; PutBuf gives it back.
+func GetBuf() *[]byte { b := bufPool.Get().(*[]byte); *b = (*b)[:0]; return b }
 
-func putBuf(b *[]byte) {
+// PutBuf gives b back to the pool, unless it grew large.
+func PutBuf(b *[]byte) {
 	if cap(*b) <= 64<<10 { // don't keep the occasional huge buffer alive
 		bufPool.Put(b)
 	}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/histor-observer/histor/internal/httpx"
 	"github.com/histor-observer/histor/internal/proofs"
@@ -106,8 +105,8 @@ func (m Mount) headFor(size httpx.Uint) (hlog.Head, error) {
 
 func (m Mount) writeLabelProof(w http.ResponseWriter, id string, index uint64, head hlog.Head, proof [][32]byte) {
 	quoted, _ := json.Marshal(id) // a string always marshals
-	b := getBuf()
-	defer putBuf(b)
+	b := proofs.GetBuf()
+	defer proofs.PutBuf(b)
 	*b = append(*b, `{"labelId":`...)
 	*b = append(*b, quoted...)
 	*b = append(*b, `,"leafIndex":`...)
@@ -247,15 +246,4 @@ func (m Mount) fillTargets(rows []entrySummary) error {
 		rows[i].TargetID = views.NullString(id)
 	}
 	return nil
-}
-
-// bufPool recycles response buffers for the label proofs.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
-
-func getBuf() *[]byte { b := bufPool.Get().(*[]byte); *b = (*b)[:0]; return b }
-
-func putBuf(b *[]byte) {
-	if cap(*b) <= 64<<10 { // don't keep the occasional huge buffer alive
-		bufPool.Put(b)
-	}
 }

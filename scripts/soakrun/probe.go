@@ -118,23 +118,32 @@ func checkpointSize(body []byte) (size uint64, cosigs int, err error) {
 	return size, max(0, sigs-1), nil
 }
 
-// rssBytes reads VmRSS of pid from /proc.
-func rssBytes(pid int) (uint64, error) {
+// rssBytes reads VmRSS of pid from /proc, and of it RssFile: the pages of mapped files
+// (the executable's own among them).
+func rssBytes(pid int) (rss, file uint64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("reading the status of process %d: %w", pid, err)
+		return 0, 0, fmt.Errorf("reading the status of process %d: %w", pid, err)
 	}
+	found := 0
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		for field, into := range map[string]*uint64{"VmRSS:": &rss, "RssFile:": &file} {
+			v, ok := strings.CutPrefix(l, field)
+			if !ok {
+				continue
+			}
 			f := strings.Fields(v) // "123456 kB"
 			kb, err := strconv.ParseUint(f[0], 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("parsing VmRSS %q: %w", v, err)
+				return 0, 0, fmt.Errorf("parsing %s %q: %w", field, v, err)
 			}
-			return kb << 10, nil
+			*into, found = kb<<10, found+1
 		}
 	}
-	return 0, fmt.Errorf("process %d: no VmRSS", pid)
+	if found != 2 {
+		return 0, 0, fmt.Errorf("process %d: no VmRSS or RssFile", pid)
+	}
+	return rss, file, nil
 }
 
 // stats is what the soak reads of /api/v1/stats.

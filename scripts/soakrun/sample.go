@@ -17,6 +17,7 @@ type sample struct {
 	Up       bool // its process was running
 	Paused   bool // SIGSTOPped: only RSS is read
 	RSS      uint64
+	RSSFile  uint64             // of RSS, the pages of mapped files
 	Metrics  map[string]float64 // nil when /metrics did not answer
 	LogSize  uint64
 	HasLog   bool
@@ -29,12 +30,16 @@ type sample struct {
 
 // Series read from /metrics at every sample.
 const (
-	mGoroutines = "go_goroutines"
-	mHeapInuse  = "go_memstats_heap_inuse_bytes"
-	mOpenFDs    = "process_open_fds"
+	mGoroutines   = "go_goroutines"
+	mHeapInuse    = "go_memstats_heap_inuse_bytes"
+	mOpenFDs      = "process_open_fds"
+	mGoSys        = "go_memstats_sys_bytes"           // what the Go runtime mapped
+	mHeapReleased = "go_memstats_heap_released_bytes" // of it, given back to the system
+	mLogCache     = "histor_log_pebble_cache_bytes"
+	mLogUnflushed = "histor_log_pebble_unflushed_bytes"
 )
 
-var sampledSeries = []string{mGoroutines, mHeapInuse, mOpenFDs,
+var sampledSeries = []string{mGoroutines, mHeapInuse, mOpenFDs, mGoSys, mHeapReleased, mLogCache, mLogUnflushed,
 	"histor_mirror_refused_total", "histor_mirror_forks_total", "histor_witness_forks_total",
 	"histor_federation_witnessed_size", "histor_mirror_entries_total"}
 
@@ -83,8 +88,8 @@ func sampleNode(ctx context.Context, p *nodeProc, at time.Duration) sample {
 		return sm
 	}
 	sm.Up = true
-	rss, err := rssBytes(p.pid())
-	sm.RSS = rss
+	rss, file, err := rssBytes(p.pid())
+	sm.RSS, sm.RSSFile = rss, file
 	sm.note(err)
 	if sm.Paused {
 		return sm
