@@ -14,10 +14,10 @@ import (
 )
 
 // kv is what the witness needs of its database. commit is atomic and durable: when it
-// returns nil every pair is on disk. When it fails, its pairs may still show in get and scan
-// until a reopen (Pebble applies a batch before its WAL sync, and keeps it when the sync
-// fails), which is why the Witness reads through its unacked values. It is an interface so
-// tests can fail chosen writes.
+// returns nil every pair is on disk. get and scan show only what a commit acknowledged:
+// none of a commit in flight, and none of one that failed (Pebble applies a batch before
+// its WAL sync and keeps it when the sync fails; pebbleKV reads through pebbledb.Acked).
+// It is an interface so tests can fail chosen writes.
 type kv interface {
 	get(key []byte) ([]byte, bool, error)
 	commit(pairs []kvPair) error
@@ -90,7 +90,8 @@ func decodePast(b []byte) ([32]byte, []byte, error) {
 // pebbleKV is the witness's Pebble database, every commit synced.
 type pebbleKV struct {
 	db    *pebble.DB
-	guard pebbledb.Guard // every commit; stopped by the first fatal one
+	guard pebbledb.Guard  // every commit; stopped by the first fatal one
+	view  *pebbledb.Acked // every read and commit: reads show only what was acknowledged
 }
 
 func openPebble(dir string, fs vfs.FS, logger *slog.Logger) (*pebbleKV, error) {
@@ -98,19 +99,25 @@ func openPebble(dir string, fs vfs.FS, logger *slog.Logger) (*pebbleKV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening witness store %s: %w", dir, err)
 	}
-	return &pebbleKV{db: db}, nil
+	p := &pebbleKV{db: db}
+	p.view = pebbledb.NewAcked(db, &p.guard)
+	return p, nil
 }
 
-func (p *pebbleKV) get(key []byte) ([]byte, bool, error) {
-	v, closer, err := p.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	defer closer.Close()
-	return bytes.Clone(v), true, nil
+func (p *pebbleKV) get(key []byte) (value []byte, ok bool, err error) {
+	err = p.view.Read(func(r pebble.Reader) error {
+		v, closer, err := r.Get(key)
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer closer.Close()
+		value, ok = bytes.Clone(v), true
+		return nil
+	})
+	return value, ok, err
 }
 
 func (p *pebbleKV) commit(pairs []kvPair) error {
@@ -123,26 +130,32 @@ func (p *pebbleKV) commit(pairs []kvPair) error {
 	}
 	// A WAL write that fails is fatal to Pebble: it panics in this goroutine (the request's),
 	// and Apply turns that into the error that stops the witness's writes.
-	return p.guard.Apply(func() error { return b.Commit(pebble.Sync) })
+	return p.view.Commit(b)
 }
 
+// scan reads every pair under prefix, then calls fn with each (fn may read the store).
 func (p *pebbleKV) scan(prefix []byte, fn func(key, value []byte) error) error {
 	upper := append(bytes.Clone(prefix[:len(prefix)-1]), prefix[len(prefix)-1]+1)
-	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: upper})
+	var pairs []kvPair
+	err := p.view.Read(func(r pebble.Reader) error {
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: upper})
+		if err != nil {
+			return err
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			pairs = append(pairs, kvPair{bytes.Clone(it.Key()), bytes.Clone(it.Value())})
+		}
+		return errors.Join(it.Error(), it.Close())
+	})
 	if err != nil {
 		return err
 	}
-	for ok := it.First(); ok; ok = it.Next() {
-		if err := fn(bytes.Clone(it.Key()), bytes.Clone(it.Value())); err != nil {
-			it.Close()
+	for _, kv := range pairs {
+		if err := fn(kv.key, kv.value); err != nil {
 			return err
 		}
 	}
-	if err := it.Error(); err != nil {
-		it.Close()
-		return err
-	}
-	return it.Close()
+	return nil
 }
 
-func (p *pebbleKV) close() error { return p.guard.Close(p.db) }
+func (p *pebbleKV) close() error { return p.view.Close() }

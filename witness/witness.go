@@ -92,14 +92,6 @@ type Witness struct {
 	// disk, and a later synced write proves nothing about an earlier one that failed, so
 	// cosigning on top could be undone by a crash.
 	stopped atomic.Pointer[error]
-	// unacked holds, for every key of a commit not acknowledged (in flight, or failed), the
-	// value it had before: Pebble applies a batch to what its reads show before the WAL
-	// sync, and keeps it there when the sync fails, so a read would serve a cosignature or
-	// a state a crash undoes, and a client would see the witness go back. Reads take the
-	// value here over Pebble's. No two commits in flight share a key (the origin's turn,
-	// evidenceMu), so the value here is the one acknowledged. Guarded by unackedMu.
-	unackedMu sync.Mutex
-	unacked   map[string]prior
 
 	// evidenceMu makes "not held yet, so store it" one step, so a bundle two origins' turns
 	// (or a submission and a peer) bring at once is stored and announced once.
@@ -129,7 +121,7 @@ func New(c Config) (*Witness, error) {
 	}
 	w := &Witness{name: c.Name, key: c.Key, vkey: vkey, clock: c.Clock, logger: c.Logger,
 		onEvidence: c.OnEvidence, logs: map[string]*witnessedLog{}, byHash: map[string]string{},
-		unacked: map[string]prior{}}
+	}
 	if w.clock == nil {
 		w.clock = time.Now
 	}
@@ -275,26 +267,7 @@ func (w *Witness) get(key []byte) ([]byte, bool, error) {
 	if w.closed {
 		return nil, false, ErrClosed
 	}
-	// Pebble first, then unacked: a write Pebble shows was put in unacked before it was
-	// applied, and leaves it only once acknowledged.
-	v, ok, err := w.db.get(key)
-	if p, held := w.priorOf(key); held && err == nil {
-		return p.value, p.ok, nil
-	}
-	return v, ok, err
-}
-
-// prior is a key's value before a commit not acknowledged; ok is false when it had none.
-type prior struct {
-	value []byte
-	ok    bool
-}
-
-func (w *Witness) priorOf(key []byte) (prior, bool) {
-	w.unackedMu.Lock()
-	defer w.unackedMu.Unlock()
-	p, held := w.unacked[string(key)]
-	return p, held
+	return w.db.get(key)
 }
 
 func (w *Witness) commit(pairs ...kvPair) error {
@@ -306,58 +279,21 @@ func (w *Witness) commit(pairs ...kvPair) error {
 	if first := w.stopped.Load(); first != nil {
 		return fmt.Errorf("%w: %w", ErrStopped, *first)
 	}
-	if err := w.holdPriors(pairs); err != nil {
-		return err
-	}
 	if err := w.db.commit(pairs); err != nil {
-		// The priors stay: what the failed batch wrote may show in Pebble until a reopen.
 		w.stopped.CompareAndSwap(nil, &err)
 		return err
 	}
-	w.unackedMu.Lock()
-	for _, kv := range pairs {
-		delete(w.unacked, string(kv.key))
-	}
-	w.unackedMu.Unlock()
 	return nil
 }
 
-// holdPriors puts the values pairs' keys have before their commit in unacked.
-func (w *Witness) holdPriors(pairs []kvPair) error {
-	priors := make([]prior, len(pairs))
-	for i, kv := range pairs {
-		v, ok, err := w.db.get(kv.key)
-		if err != nil {
-			return fmt.Errorf("reading witness store before a write: %w", err)
-		}
-		priors[i] = prior{v, ok}
-	}
-	w.unackedMu.Lock()
-	defer w.unackedMu.Unlock()
-	for i, kv := range pairs {
-		w.unacked[string(kv.key)] = priors[i]
-	}
-	return nil
-}
-
-// scan calls fn with every acknowledged pair under prefix. The witness never deletes, so a
-// key unacked holds is either Pebble's too or had no value.
+// scan calls fn with every acknowledged pair under prefix.
 func (w *Witness) scan(prefix []byte, fn func(key, value []byte) error) error {
 	w.dbMu.RLock()
 	defer w.dbMu.RUnlock()
 	if w.closed {
 		return ErrClosed
 	}
-	return w.db.scan(prefix, func(key, value []byte) error {
-		p, held := w.priorOf(key)
-		switch {
-		case !held:
-			return fn(key, value)
-		case p.ok:
-			return fn(key, p.value)
-		}
-		return nil
-	})
+	return w.db.scan(prefix, fn)
 }
 
 func (w *Witness) loadState(origin string) (stored, bool, error) {
