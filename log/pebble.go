@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,30 +25,48 @@ type pebbleStore struct {
 	db    *pebble.DB
 	cache *pebble.Cache
 	// closed is set by close; Pebble panics on a call after Close, so the
-	// log's readers, which may outlive it, get ErrClosed instead.
-	closed atomic.Bool
-	bg     *background
+	// log's readers, which may outlive it, get ErrClosed instead. It is set
+	// under mu, where each read counts itself in readers, so close can wait
+	// for the reads under way: closing Pebble under an open iterator leaks it
+	// and makes its next step panic.
+	mu      sync.Mutex
+	closed  atomic.Bool
+	readers sync.WaitGroup
+	bg      *background
 	// fatal is set once Pebble's commit pipeline met a fatal error: it cannot go on, and
 	// may hold its locks for good, so close waits for it only so long.
 	fatal atomic.Bool
 }
 
-func (s *pebbleStore) get(key []byte) ([]byte, error) {
+// enter counts a read in readers, unless the store is closed.
+func (s *pebbleStore) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed.Load() {
+		return false
+	}
+	s.readers.Add(1)
+	return true
+}
+
+func (s *pebbleStore) get(key []byte) ([]byte, error) {
+	if !s.enter() {
 		return nil, errStoreClosed
 	}
+	defer s.readers.Done()
 	return pebbleGet(s.db, key)
 }
 
 func (s *pebbleStore) iter(lower, upper []byte, reverse bool) (kvIter, error) {
-	if s.closed.Load() {
+	if !s.enter() {
 		return nil, errStoreClosed
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
+		s.readers.Done()
 		return nil, err
 	}
-	return &pebbleIter{it: it, reverse: reverse}, nil
+	return &pebbleIter{it: it, reverse: reverse, done: s.readers.Done}, nil
 }
 
 func (s *pebbleStore) newBatch(sizeHint int) kvBatch {
@@ -91,16 +110,23 @@ func applyNoSyncWait(db *pebble.DB, pb *pebble.Batch) error {
 // built with cgo): the bytes in the block cache, and the live WAL's, which the memtables
 // hold until they are flushed. Zero after close.
 func (s *pebbleStore) memory() (cache, unflushed int64) {
-	if s.closed.Load() {
+	if !s.enter() {
 		return 0, 0
 	}
+	defer s.readers.Done()
 	m := s.db.Metrics()
 	return m.BlockCache.Size, int64(m.WAL.Size)
 }
 
 func (s *pebbleStore) close() error {
+	s.mu.Lock()
 	if s.closed.Swap(true) {
+		s.mu.Unlock()
 		return errStoreClosed
+	}
+	s.mu.Unlock()
+	if !waitGroup(&s.readers, pebbledb.FatalCloseWait) {
+		return fmt.Errorf("closing pebble: reads still under way after %s; the process's exit releases it", pebbledb.FatalCloseWait)
 	}
 	if !s.fatal.Load() && s.bg.failed() == nil {
 		err := s.db.Close()
@@ -136,6 +162,7 @@ type pebbleIter struct {
 	it      *pebble.Iterator
 	reverse bool
 	started bool
+	done    func() // tells the store the read is over
 }
 
 func (i *pebbleIter) next() bool {
@@ -154,7 +181,26 @@ func (i *pebbleIter) next() bool {
 
 func (i *pebbleIter) key() []byte   { return i.it.Key() }
 func (i *pebbleIter) value() []byte { return i.it.Value() }
-func (i *pebbleIter) close() error  { return i.it.Close() }
+func (i *pebbleIter) close() error {
+	err := i.it.Close()
+	if i.done != nil {
+		i.done()
+		i.done = nil
+	}
+	return err
+}
+
+// waitGroup waits for wg at most d, and says whether it is done.
+func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
 
 // openPebble opens the store in dir after checking that a non-empty dir
 // looks like a whole Pebble store, and that every live table has the size
