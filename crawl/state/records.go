@@ -297,12 +297,7 @@ func (s *Store) Runs(limit int) ([]Run, error) {
 }
 
 func (s *Store) put(key string, v any) error {
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := setJSON(b, key, v); err != nil {
-		return err
-	}
-	if err := s.view.Commit(b); err != nil {
+	if err := s.view.Write(func(b *pebble.Batch) error { return setJSON(b, key, v) }); err != nil {
 		return fmt.Errorf("writing %s: %w", key, err)
 	}
 	return nil

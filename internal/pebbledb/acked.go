@@ -102,6 +102,16 @@ func (a *Acked) Commit(b *pebble.Batch) error {
 	return errors.Join(err, before.release())
 }
 
+// Write commits, as Commit, the batch fill makes.
+func (a *Acked) Write(fill func(*pebble.Batch) error) error {
+	b := a.db.NewBatch()
+	defer b.Close()
+	if err := fill(b); err != nil {
+		return err
+	}
+	return a.Commit(b)
+}
+
 // Close closes the database once the commit and the reads under way are done; later reads
 // and commits answer ErrClosed. After a fatal error it waits FatalCloseWait at most (see
 // Guard.Close).

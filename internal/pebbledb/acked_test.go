@@ -30,12 +30,7 @@ func TestAckedShowsOnlyAcknowledged(t *testing.T) {
 			a := pebbledb.NewAcked(db, &g)
 			defer a.Close()
 			defer h.Release(faultfs.ErrInjected) // a check that failed while the sync was held lets it go, failed
-			commit := func(v string) error {
-				b := db.NewBatch()
-				defer b.Close()
-				b.Set([]byte("k"), []byte(v), nil)
-				return a.Commit(b)
-			}
+			commit := func(v string) error { return set(a, v) }
 			if err := commit("1"); err != nil {
 				t.Fatal(err)
 			}
@@ -86,6 +81,11 @@ func TestAckedShowsOnlyAcknowledged(t *testing.T) {
 	}
 }
 
+// set commits k = v through a (Write, so through Commit).
+func set(a *pebbledb.Acked, v string) error {
+	return a.Write(func(b *pebble.Batch) error { return b.Set([]byte("k"), []byte(v), nil) })
+}
+
 func get(t *testing.T, r pebble.Reader) string {
 	t.Helper()
 	v, closer, err := r.Get([]byte("k"))
@@ -115,12 +115,7 @@ func TestAckedCommitWaitsForReads(t *testing.T) {
 	var g pebbledb.Guard
 	a := pebbledb.NewAcked(db, &g)
 	defer a.Close()
-	commit := func(v string) error {
-		b := db.NewBatch()
-		defer b.Close()
-		b.Set([]byte("k"), []byte(v), nil)
-		return a.Commit(b)
-	}
+	commit := func(v string) error { return set(a, v) }
 	if err := commit("1"); err != nil {
 		t.Fatal(err)
 	}

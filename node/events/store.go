@@ -282,7 +282,7 @@ func (s *Store) SetMeta(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", name, err)
 	}
-	if err := s.commit(func(batch *pebble.Batch) error { return batch.Set([]byte(prefixMeta+name), b, nil) }); err != nil {
+	if err := s.view.Write(func(batch *pebble.Batch) error { return batch.Set([]byte(prefixMeta+name), b, nil) }); err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	return nil
@@ -290,20 +290,10 @@ func (s *Store) SetMeta(name string, v any) error {
 
 // DeleteMeta removes the record under name.
 func (s *Store) DeleteMeta(name string) error {
-	if err := s.commit(func(b *pebble.Batch) error { return b.Delete([]byte(prefixMeta+name), nil) }); err != nil {
+	if err := s.view.Write(func(b *pebble.Batch) error { return b.Delete([]byte(prefixMeta+name), nil) }); err != nil {
 		return fmt.Errorf("deleting %s: %w", name, err)
 	}
 	return nil
-}
-
-// commit commits the batch fill makes, synced.
-func (s *Store) commit(fill func(*pebble.Batch) error) error {
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := fill(b); err != nil {
-		return err
-	}
-	return s.view.Commit(b)
 }
 
 // EachMeta calls fn with the name and bytes of every record under

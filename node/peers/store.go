@@ -311,7 +311,7 @@ func (s *Store) PutMirrored(o mirror.Observation) error {
 	}
 	var err error
 	if old != nil && !old.Mirrored {
-		err = s.commit(func(b *pebble.Batch) error { return b.Delete(recordKey(o.Server, o.Observer), nil) })
+		err = s.view.Write(func(b *pebble.Batch) error { return b.Delete(recordKey(o.Server, o.Observer), nil) })
 	}
 	s.keep(o.Server, sum)
 	if err != nil {
@@ -405,20 +405,10 @@ func (s *Store) write(o *wire.Observation, p Proven) error {
 	if err != nil {
 		return fmt.Errorf("encoding peer observation: %w", err)
 	}
-	if err := s.commit(func(b *pebble.Batch) error { return b.Set(recordKey(o.Server, o.Observer), v, nil) }); err != nil {
+	if err := s.view.Write(func(b *pebble.Batch) error { return b.Set(recordKey(o.Server, o.Observer), v, nil) }); err != nil {
 		return fmt.Errorf("writing peer observation: %w", err)
 	}
 	return nil
-}
-
-// commit commits the batch fill makes, synced.
-func (s *Store) commit(fill func(*pebble.Batch) error) error {
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := fill(b); err != nil {
-		return err
-	}
-	return s.view.Commit(b)
 }
 
 // kept returns copies of the kept observations of server, sorted by observer.
