@@ -39,3 +39,19 @@ func HoldTurn(w *Witness, origin string) (release func()) {
 }
 
 var ErrInjected = errInjected
+
+// RawStateSize is the size of origin's state as Pebble's own reads show it, past the
+// acknowledged view: a test holding a commit's sync waits on it to know the batch is applied.
+func RawStateSize(w *Witness, origin string) (uint64, bool) {
+	p, ok := w.db.(*pebbleKV)
+	if !ok {
+		return 0, false
+	}
+	v, closer, err := p.db.Get(stateKey(origin))
+	if err != nil {
+		return 0, false
+	}
+	defer closer.Close()
+	st, err := decodeStored(v)
+	return st.size, err == nil
+}

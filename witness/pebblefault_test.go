@@ -309,6 +309,15 @@ func TestReadsDuringSync(t *testing.T) {
 				done <- res
 			}()
 			<-h.Held()
+			// The commit applies its batch beside the WAL's sync: wait until Pebble's reads show it.
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+				if size, _ := witness.RawStateSize(w, s.log.origin); size == 7 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("Pebble's reads during the sync never showed the cosignature: the premise is gone")
+				}
+			}
 			s.readsAcked(w)
 			release := error(nil)
 			if fails {

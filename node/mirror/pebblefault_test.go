@@ -251,6 +251,12 @@ func TestReadsDuringSync(t *testing.T) {
 				done <- res
 			}()
 			<-h.Held()
+			// The commit applies its batch beside the WAL's sync: wait until Pebble's reads show it.
+			for deadline := time.Now().Add(5 * time.Second); mirror.RawViewKeys(s, o.did) == 0; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("Pebble's reads during the sync never showed the batch: the premise is gone")
+				}
+			}
 			readsAcked(t, s, o, src, 0, told)
 			release := error(nil)
 			if fails {
