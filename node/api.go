@@ -43,9 +43,9 @@ type api struct {
 	maxEntries uint64
 	version    string
 	profile    string // Config.Profile, for /health
-	// stores names the node's stores (besides the log) that a failed write stopped, for
-	// /health; nil: none to report.
-	stores   func() map[string]string
+	// stores is the failed write that stopped each of the node's stores besides the log,
+	// nil for one that takes writes (Node.storeStates).
+	stores   func() map[string]error
 	logger   *slog.Logger
 	operator operatorToken
 	crawls   crawlControl            // nil without a crawler
@@ -107,7 +107,11 @@ func (a *api) serveHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	stores := map[string]string{}
 	if a.stores != nil {
-		stores = a.stores()
+		for name, err := range a.stores() {
+			if err != nil {
+				stores[name] = err.Error()
+			}
+		}
 	}
 	body, err := json.Marshal(struct {
 		OK             bool    `json:"ok"`

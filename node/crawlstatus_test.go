@@ -214,7 +214,8 @@ func TestHealthReportsStoppedLog(t *testing.T) {
 
 // TestHealthReportsStoppedStores: once a failed write stopped one of the node's other stores
 // (here its witness, over a disk failing from then on), /health says ok false and names the
-// store and the cause in store_errors; before, ok and an empty object.
+// store and the cause in store_errors, and histor_store_stopped is 1 for it; before, ok, an
+// empty object and 0.
 func TestHealthReportsStoppedStores(t *testing.T) {
 	tn := newTestNode(t, 1)
 	nd := tn.node
@@ -241,8 +242,23 @@ func TestHealthReportsStoppedStores(t *testing.T) {
 		getJSON(t, tn, "/health", &h)
 		return h.OK, h.Stores
 	}
+	// stopped is histor_store_stopped of store; -1 when it has no series.
+	stopped := func(store string) float64 {
+		t.Helper()
+		for _, m := range gatheredFamilies(t, nd.cfg.Registry)["histor_store_stopped"].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "store" && l.GetValue() == store {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+		return -1
+	}
 	if ok, stores := health(); !ok || stores == nil || len(stores) != 0 {
 		t.Fatalf("health with every store working: ok %v, store_errors %v", ok, stores)
+	}
+	if w, st := stopped("witness"), stopped("crawl_state"); w != 0 || st != 0 {
+		t.Fatalf("histor_store_stopped with every store working: witness %v, crawl_state %v", w, st)
 	}
 	plan.At, plan.Sticky = plan.Seen()+1, true
 	body := witness.Request{Checkpoint: nd.log.Latest().Checkpoint}.Marshal()
@@ -252,6 +268,9 @@ func TestHealthReportsStoppedStores(t *testing.T) {
 	ok, stores := health()
 	if ok || !strings.Contains(stores["witness"], faultfs.ErrInjected.Error()) || len(stores) != 1 {
 		t.Fatalf("health with a stopped witness: ok %v, store_errors %v", ok, stores)
+	}
+	if w, st := stopped("witness"), stopped("crawl_state"); w != 1 || st != 0 {
+		t.Fatalf("histor_store_stopped with a stopped witness: witness %v, crawl_state %v", w, st)
 	}
 }
 

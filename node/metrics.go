@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,4 +101,34 @@ func (m *httpMetrics) handler(reg *prometheus.Registry, logger *slog.Logger) htt
 		Registry:          reg,
 		EnableOpenMetrics: false,
 	})
+}
+
+// storesCollector is histor_store_stopped{store}: 1 for each of the node's stores besides
+// the log (histor_log_stopped) whose writes a failed one stopped, 0 for each that takes
+// writes; nothing while the node is not open. It reads what /health reads.
+type storesCollector struct {
+	api  *atomic.Pointer[api]
+	desc *prometheus.Desc
+}
+
+func newStoresCollector(a *atomic.Pointer[api]) storesCollector {
+	return storesCollector{api: a, desc: prometheus.NewDesc("histor_store_stopped",
+		"1 once a failed write (a full or failing disk) stopped the store's writes until the node restarts, else 0; the log's is histor_log_stopped.",
+		[]string{"store"}, nil)}
+}
+
+func (c storesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c storesCollector) Collect(ch chan<- prometheus.Metric) {
+	a := c.api.Load()
+	if a == nil || a.stores == nil {
+		return
+	}
+	for name, err := range a.stores() {
+		v := 0.0
+		if err != nil {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, name)
+	}
 }

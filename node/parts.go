@@ -77,7 +77,7 @@ func closeParts(ps []part) error {
 // openMetrics registers the API's and the federation's series (counted
 // since New) with the Registry; the log and the crawler register their own as they open.
 func (n *Node) openMetrics(context.Context) error {
-	return n.metrics.register(n.cfg.registerer(), n.cfg.Registry, n.fed.Collectors()...)
+	return n.metrics.register(n.cfg.registerer(), n.cfg.Registry, append(n.fed.Collectors(), newStoresCollector(&n.api))...)
 }
 
 func (n *Node) closeMetrics() error {
@@ -304,7 +304,7 @@ func (n *Node) openAPI(context.Context) error {
 		return err
 	}
 	a.fed = n.fed
-	a.stores = n.stoppedStores
+	a.stores = n.storeStates()
 	a.events, a.webhooks = n.events, n.webhooks
 	a.mcp = n.mcpFace(a)
 	a.packages = n.packageView()
@@ -325,30 +325,34 @@ func (n *Node) closeAPI() error {
 	return nil
 }
 
-// stoppedStores names each of the node's stores whose writes a failed one stopped (a
-// full or failing disk), with its error, for /health; empty while every store takes
-// writes. The log is reported apart, as HISTOR's log_error.
-func (n *Node) stoppedStores() map[string]string {
-	out := map[string]string{}
-	add := func(name string, s interface{ Stopped() error }) {
-		if err := s.Stopped(); err != nil {
-			out[name] = err.Error()
-		}
-	}
-	if w := n.fed.Witness(); w != nil {
-		add("witness", w)
-	}
-	if m := n.fed.Mirror(); m != nil {
-		add("mirror", m)
-	}
-	if p := n.fed.Peers(); p != nil {
-		add("peers", p)
-	}
+// storeStates is, for each of the node's stores open now besides the log (reported apart,
+// as HISTOR's log_error), the failed write that stopped its writes (a full or failing disk),
+// nil while it takes them: what /health and histor_store_stopped report. It holds the crawl
+// state and events open when it is made (openAPI, after every part), so a read never races
+// their open or close; the federation hands its own stores out safely at any time.
+func (n *Node) storeStates() func() map[string]error {
+	fixed := map[string]interface{ Stopped() error }{}
 	if st := n.state; st != nil {
-		add("crawl_state", st)
+		fixed["crawl_state"] = st
 	}
 	if ep := n.events; ep != nil {
-		add("events", ep)
+		fixed["events"] = ep
 	}
-	return out
+	fed := n.fed
+	return func() map[string]error {
+		out := make(map[string]error, len(fixed)+3)
+		for name, s := range fixed {
+			out[name] = s.Stopped()
+		}
+		if w := fed.Witness(); w != nil {
+			out["witness"] = w.Stopped()
+		}
+		if m := fed.Mirror(); m != nil {
+			out["mirror"] = m.Stopped()
+		}
+		if p := fed.Peers(); p != nil {
+			out["peers"] = p.Stopped()
+		}
+		return out
+	}
 }
