@@ -14,10 +14,8 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/gossip"
-	"github.com/histor-observer/histor/gossip/wire"
+	"github.com/histor-observer/histor/gossip/wire/wiretest"
 	"github.com/histor-observer/histor/log/awr"
-	"github.com/histor-observer/histor/log/format"
-	"github.com/histor-observer/histor/log/keys"
 	"github.com/histor-observer/histor/node/catalog/catalogtest"
 	"github.com/histor-observer/histor/node/desk/desktest"
 )
@@ -166,23 +164,5 @@ func TestDeskCheck(t *testing.T) {
 // as gossip verifies it.
 func peerHead(t *testing.T, priv ed25519.PrivateKey, origin string, size uint64, root byte) *gossip.Head {
 	t.Helper()
-	pub := priv.Public().(ed25519.PublicKey)
-	r := [32]byte{root}
-	sth, err := format.SignSTH(priv, awr.DIDKey(pub), size, r, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := keys.NoteSigner(origin, priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := format.SignCheckpoint(signer, format.Checkpoint{Origin: origin, Size: size, Root: r})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := wire.VerifyHead(wire.EncodeHead(sth, cp), pub, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return wiretest.VerifiedHead(t, priv, origin, size, [32]byte{root}, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 }

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/gossip/wire"
+	"github.com/histor-observer/histor/gossip/wire/wiretest"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"
-	"github.com/histor-observer/histor/log/keys"
 )
 
 const origin = "histor.test/log"
@@ -93,17 +93,7 @@ func TestObservationRefused(t *testing.T) {
 
 func head(t testing.TB, size uint64) []byte {
 	t.Helper()
-	root := sha256.Sum256([]byte{byte(size)})
-	sth, err := format.SignSTH(key(), awr.DIDKey(pub()), size, root, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := keys.NoteSigner(origin, key())
-	cp, err := format.SignCheckpoint(s, format.Checkpoint{Origin: origin, Size: size, Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return wire.EncodeHead(sth, cp)
+	return wiretest.Head(t, key(), origin, size, sha256.Sum256([]byte{byte(size)}), time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 }
 
 func TestHeadCosignatures(t *testing.T) {
