@@ -108,9 +108,10 @@ func applyNoSyncWait(db *pebble.DB, pb *pebble.Batch) error {
 
 // memory is what Pebble holds in memory outside the Go heap (its allocations are C's when
 // built with cgo): the bytes in the block cache, and the live WAL's, which the memtables
-// hold until they are flushed. Zero after close.
+// hold until they are flushed. Zero after close, and once a failure stopped the store: then
+// Pebble's mutex may be held for good, and Metrics would wait on it for ever.
 func (s *pebbleStore) memory() (cache, unflushed int64) {
-	if !s.enter() {
+	if s.fatal.Load() || s.bg.failed() != nil || !s.enter() {
 		return 0, 0
 	}
 	defer s.readers.Done()
