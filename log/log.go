@@ -245,6 +245,16 @@ func (l *Log) closeStore() error {
 	return nil
 }
 
+// PebbleMemory is what the log's Pebble store holds outside the Go heap when built with cgo:
+// its block cache's bytes and its live WAL's (what the memtables hold until flushed); zero
+// for a store in memory, after close, or once a failure stopped it.
+func (l *Log) PebbleMemory() (cache, unflushed int64) {
+	if ps, ok := l.store.(*pebbleStore); ok {
+		return ps.memory()
+	}
+	return 0, 0
+}
+
 // Latest returns the most recently signed head.
 func (l *Log) Latest() Head {
 	l.mu.RLock()

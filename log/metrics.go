@@ -65,19 +65,8 @@ func newMetrics(reg prometheus.Registerer, l *Log) (*metrics, error) {
 		}
 		return 0
 	})
-	cs := []prometheus.Collector{m.entries, m.calls, m.refused, m.batch, m.syncSecs, m.size, age, stopped}
-	if ps, ok := l.store.(*pebbleStore); ok {
-		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "histor_log_pebble_cache_bytes",
-			Help: "Bytes in the log's Pebble block cache (outside the Go heap when built with cgo).",
-		}, func() float64 { c, _ := ps.memory(); return float64(c) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "histor_log_pebble_unflushed_bytes",
-				Help: "Bytes of the log's live WAL: what its Pebble memtables hold until flushed (outside the Go heap when built with cgo).",
-			}, func() float64 { _, u := ps.memory(); return float64(u) }))
-	}
 	var err error
-	if m.set, err = promset.Register(reg, "log metrics", cs...); err != nil {
+	if m.set, err = promset.Register(reg, "log metrics", m.entries, m.calls, m.refused, m.batch, m.syncSecs, m.size, age, stopped); err != nil {
 		return nil, err
 	}
 	m.size.Set(float64(l.latest.Size))

@@ -57,16 +57,10 @@ func TestMetrics(t *testing.T) {
 		"histor_log_stopped":                0,
 	}
 	got := gather(t, reg)
-	// Pebble's memory: the appended entries wait in the memtables (the live WAL's bytes);
-	// the cache holds what reads brought in, whatever that was.
-	if u := got["histor_log_pebble_unflushed_bytes"]; u <= 0 {
-		t.Errorf("histor_log_pebble_unflushed_bytes = %v after 5 entries with their tiles and heads", u)
+	// Pebble's memory: the appended entries wait in the memtables (the live WAL's bytes).
+	if _, u := l.PebbleMemory(); u <= 0 {
+		t.Errorf("PebbleMemory: %d unflushed bytes after 5 entries with their tiles and heads", u)
 	}
-	if _, ok := got["histor_log_pebble_cache_bytes"]; !ok {
-		t.Error("no histor_log_pebble_cache_bytes")
-	}
-	delete(got, "histor_log_pebble_unflushed_bytes")
-	delete(got, "histor_log_pebble_cache_bytes")
 	for name, v := range want {
 		if got[name] != v {
 			t.Errorf("%s = %v, want %v", name, got[name], v)
@@ -80,6 +74,9 @@ func TestMetrics(t *testing.T) {
 	}
 	if n := len(gather(t, reg)); n != 0 {
 		t.Fatalf("%d series left after Close", n)
+	}
+	if c, u := l.PebbleMemory(); c != 0 || u != 0 {
+		t.Fatalf("PebbleMemory after Close: %d, %d", c, u)
 	}
 	openTest(t, cfg)
 	if got := gather(t, reg)["histor_log_tree_size"]; got != 5 {

@@ -115,8 +115,7 @@ func (s *pebbleStore) memory() (cache, unflushed int64) {
 		return 0, 0
 	}
 	defer s.readers.Done()
-	m := s.db.Metrics()
-	return m.BlockCache.Size, int64(m.WAL.Size)
+	return pebbledb.Memory(s.db)
 }
 
 func (s *pebbleStore) close() error {

@@ -103,32 +103,44 @@ func (m *httpMetrics) handler(reg *prometheus.Registry, logger *slog.Logger) htt
 	})
 }
 
-// storesCollector is histor_store_stopped{store}: 1 for each of the node's stores besides
-// the log (histor_log_stopped) whose writes a failed one stopped, 0 for each that takes
-// writes; nothing while the node is not open. It reads what /health reads.
+// storesCollector is what the node's stores say of themselves: histor_store_stopped{store},
+// 1 for each store besides the log (histor_log_stopped) whose writes a failed one stopped,
+// 0 for each that takes writes, as /health reads it; and histor_store_pebble_bytes{store,
+// kind}, each store's Pebble block cache ("cache") and live WAL ("unflushed": what its
+// memtables hold), which Pebble allocates outside the Go heap when built with cgo. Nothing
+// while the node is not open.
 type storesCollector struct {
-	api  *atomic.Pointer[api]
-	desc *prometheus.Desc
+	api             *atomic.Pointer[api]
+	stopped, memory *prometheus.Desc
 }
 
 func newStoresCollector(a *atomic.Pointer[api]) storesCollector {
-	return storesCollector{api: a, desc: prometheus.NewDesc("histor_store_stopped",
-		"1 once a failed write (a full or failing disk) stopped the store's writes until the node restarts, else 0; the log's is histor_log_stopped.",
-		[]string{"store"}, nil)}
+	return storesCollector{api: a,
+		stopped: prometheus.NewDesc("histor_store_stopped",
+			"1 once a failed write (a full or failing disk) stopped the store's writes until the node restarts, else 0; the log's is histor_log_stopped.",
+			[]string{"store"}, nil),
+		memory: prometheus.NewDesc("histor_store_pebble_bytes",
+			"Bytes the store's Pebble holds in memory, outside the Go heap when built with cgo: its block cache (kind cache) and its live WAL, which the memtables hold until flushed (kind unflushed).",
+			[]string{"store", "kind"}, nil)}
 }
 
-func (c storesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c storesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.stopped; ch <- c.memory }
 
 func (c storesCollector) Collect(ch chan<- prometheus.Metric) {
 	a := c.api.Load()
 	if a == nil || a.stores == nil {
 		return
 	}
-	for name, err := range a.stores() {
-		v := 0.0
-		if err != nil {
-			v = 1
+	for name, s := range a.stores() {
+		if name != "log" {
+			v := 0.0
+			if s.Stopped() != nil {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.stopped, prometheus.GaugeValue, v, name)
 		}
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, name)
+		cache, unflushed := s.PebbleMemory()
+		ch <- prometheus.MustNewConstMetric(c.memory, prometheus.GaugeValue, float64(cache), name, "cache")
+		ch <- prometheus.MustNewConstMetric(c.memory, prometheus.GaugeValue, float64(unflushed), name, "unflushed")
 	}
 }

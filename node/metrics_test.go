@@ -188,3 +188,25 @@ func gatheredFamilies(t *testing.T, reg *prometheus.Registry) map[string]*dto.Me
 	}
 	return out
 }
+
+// TestStorePebbleBytes: histor_store_pebble_bytes has a cache and an unflushed series for
+// every store of the open node, and the log's unflushed bytes hold what it wrote at open.
+func TestStorePebbleBytes(t *testing.T) {
+	tn := newTestNode(t, 1)
+	kinds := map[string]map[string]float64{}
+	for _, m := range gatheredFamilies(t, tn.node.cfg.Registry)["histor_store_pebble_bytes"].GetMetric() {
+		store := label(m, "store")
+		if kinds[store] == nil {
+			kinds[store] = map[string]float64{}
+		}
+		kinds[store][label(m, "kind")] = m.GetGauge().GetValue()
+	}
+	for _, store := range []string{"log", "receipts", "crawl_state", "events"} {
+		if k := kinds[store]; len(k) != 2 || k["cache"] < 0 || k["unflushed"] < 0 {
+			t.Errorf("%s: %v, want a cache and an unflushed series", store, k)
+		}
+	}
+	if kinds["log"]["unflushed"] <= 0 {
+		t.Errorf("the log's unflushed bytes: %v after its first head", kinds["log"]["unflushed"])
+	}
+}

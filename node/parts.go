@@ -304,7 +304,7 @@ func (n *Node) openAPI(context.Context) error {
 		return err
 	}
 	a.fed = n.fed
-	a.stores = n.storeStates()
+	a.stores = n.openStores()
 	a.events, a.webhooks = n.events, n.webhooks
 	a.mcp = n.mcpFace(a)
 	a.packages = n.packageView()
@@ -325,33 +325,46 @@ func (n *Node) closeAPI() error {
 	return nil
 }
 
-// storeStates is, for each of the node's stores open now besides the log (reported apart,
-// as HISTOR's log_error), the failed write that stopped its writes (a full or failing disk),
-// nil while it takes them: what /health and histor_store_stopped report. It holds the crawl
-// state and events open when it is made (openAPI, after every part), so a read never races
-// their open or close; the federation hands its own stores out safely at any time.
-func (n *Node) storeStates() func() map[string]error {
-	fixed := map[string]interface{ Stopped() error }{}
-	if st := n.state; st != nil {
-		fixed["crawl_state"] = st
+// store is what /health and /metrics read of each of the node's Pebble stores.
+type store interface {
+	// Stopped is the failed write that stopped the store's writes, nil while it takes them.
+	Stopped() error
+	// PebbleMemory is its Pebble's block cache and unflushed bytes (C's when built with cgo).
+	PebbleMemory() (cache, unflushed int64)
+}
+
+// openStores is every store of the node open now, by name: the log and the receipts log,
+// the crawl state and events as open when it is made (openAPI, after every part, so a read
+// never races their open or close), and the federation's, which it hands out safely at any
+// time, as they are when called.
+func (n *Node) openStores() func() map[string]store {
+	fixed := map[string]store{}
+	if n.log != nil {
+		fixed["log"] = n.log
 	}
-	if ep := n.events; ep != nil {
-		fixed["events"] = ep
+	if n.receipts != nil {
+		fixed["receipts"] = n.receipts
+	}
+	if n.state != nil {
+		fixed["crawl_state"] = n.state
+	}
+	if n.events != nil {
+		fixed["events"] = n.events
 	}
 	fed := n.fed
-	return func() map[string]error {
-		out := make(map[string]error, len(fixed)+3)
+	return func() map[string]store {
+		out := make(map[string]store, len(fixed)+3)
 		for name, s := range fixed {
-			out[name] = s.Stopped()
+			out[name] = s
 		}
 		if w := fed.Witness(); w != nil {
-			out["witness"] = w.Stopped()
+			out["witness"] = w
 		}
 		if m := fed.Mirror(); m != nil {
-			out["mirror"] = m.Stopped()
+			out["mirror"] = m
 		}
 		if p := fed.Peers(); p != nil {
-			out["peers"] = p.Stopped()
+			out["peers"] = p
 		}
 		return out
 	}

@@ -310,3 +310,14 @@ func (w *Witness) loadState(origin string) (stored, bool, error) {
 	}
 	return st, true, nil
 }
+
+// PebbleMemory is what the witness's Pebble holds outside the Go heap when built with cgo: its
+// block cache's bytes and its live WAL's (pebbledb.Acked.Memory); zero after Close.
+func (w *Witness) PebbleMemory() (cache, unflushed int64) {
+	w.dbMu.RLock()
+	defer w.dbMu.RUnlock()
+	if p, ok := w.db.(*pebbleKV); ok && !w.closed {
+		return p.view.Memory()
+	}
+	return 0, 0
+}

@@ -249,3 +249,7 @@ func (s *Store) Close() error {
 // cannot go on after one), nil while it takes them. Reads go on, showing what was
 // acknowledged before it; reopening clears it.
 func (s *Store) Stopped() error { return s.guard.Stopped() }
+
+// PebbleMemory is what the store's Pebble holds outside the Go heap when built with cgo: its
+// block cache's bytes and its live WAL's (pebbledb.Acked.Memory).
+func (s *Store) PebbleMemory() (cache, unflushed int64) { return s.view.Memory() }

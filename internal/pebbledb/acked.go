@@ -102,6 +102,25 @@ func (a *Acked) Commit(b *pebble.Batch) error {
 	return errors.Join(err, before.release())
 }
 
+// Memory is what Pebble holds of the database outside the Go heap when built with cgo (it
+// allocates with C's allocator): the bytes in its block cache, and the live WAL's, which the
+// memtables hold until flushed. Zero once closed or stopped: after a failure Pebble's mutex
+// may be held for good, and its Metrics would wait on it for ever.
+func (a *Acked) Memory() (cache, unflushed int64) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.closed || a.guard.Stopped() != nil {
+		return 0, 0
+	}
+	return Memory(a.db)
+}
+
+// Memory is Acked.Memory of a database the caller knows open and not stopped.
+func Memory(db *pebble.DB) (cache, unflushed int64) {
+	m := db.Metrics()
+	return m.BlockCache.Size, int64(m.WAL.Size)
+}
+
 // Write commits, as Commit, the batch fill makes.
 func (a *Acked) Write(fill func(*pebble.Batch) error) error {
 	b := a.db.NewBatch()

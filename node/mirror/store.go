@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -95,6 +96,7 @@ type Store struct {
 	metrics   *metrics
 	metricSet *promset.Set
 	close     sync.Once
+	closed    atomic.Bool // set by Close, before Pebble closes
 
 	mu   sync.RWMutex
 	logs map[string]*mlog // by did:key; guarded by mu
@@ -189,6 +191,7 @@ func Open(cfg Config) (*Store, error) {
 func (s *Store) Close() error {
 	var err error
 	s.close.Do(func() {
+		s.closed.Store(true)
 		s.metricSet.Unregister()
 		if err = s.guard.Close(s.db); err != nil {
 			err = fmt.Errorf("closing mirror store: %w", err)
@@ -337,3 +340,13 @@ func (s *Store) Size(did string) uint64 {
 // cannot go on after one), nil while it takes them. Reads go on, showing what was
 // acknowledged; reopening clears it.
 func (s *Store) Stopped() error { return s.guard.Stopped() }
+
+// PebbleMemory is what the mirror's Pebble holds outside the Go heap when built with cgo: its
+// block cache's bytes and its live WAL's; zero once closed or stopped (after a failure
+// Pebble's mutex may be held for good, and its Metrics would wait on it for ever).
+func (s *Store) PebbleMemory() (cache, unflushed int64) {
+	if s.closed.Load() || s.guard.Stopped() != nil {
+		return 0, 0
+	}
+	return pebbledb.Memory(s.db)
+}

@@ -154,6 +154,9 @@ func (p *Part) Kick() {
 // failing disk), or nil.
 func (p *Part) Stopped() error { return p.store.Stopped() }
 
+// PebbleMemory is the event store's (events.Store.PebbleMemory).
+func (p *Part) PebbleMemory() (cache, unflushed int64) { return p.store.PebbleMemory() }
+
 func (p *Part) loop(ctx context.Context) {
 	t := time.NewTicker(p.every)
 	defer t.Stop()

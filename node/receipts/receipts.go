@@ -166,6 +166,12 @@ func checkConfig(cfg Config) error {
 	return nil
 }
 
+// Stopped is the failed write that stopped the receipts log's appends (hlog.Log.Stopped).
+func (l *Log) Stopped() error { return l.log.Stopped() }
+
+// PebbleMemory is the receipts log's hlog.Log.PebbleMemory.
+func (l *Log) PebbleMemory() (cache, unflushed int64) { return l.log.PebbleMemory() }
+
 // Close closes the log; its routes must be served no more.
 func (l *Log) Close() error {
 	if err := l.log.Close(); err != nil {

@@ -24,11 +24,11 @@ type growth struct {
 	RSS, Heap, Gor   [2]float64 // peak of the base window, peak of the last
 	// Where the RSS is, not judged: the pages of mapped files (the executable's), the Go
 	// runtime's (what it mapped less what it gave back), the rest (outside the Go runtime:
-	// Pebble's caches and memtables are C's when built with cgo), and of the rest the
-	// log's Pebble block cache and unflushed writes.
-	Files, GoRuntime, Outside, LogPebble [2]float64
-	Judged                               bool
-	Reason                               string // why it was not judged
+	// Pebble's caches and memtables are C's when built with cgo), and of the rest every
+	// store's Pebble block cache and unflushed writes.
+	Files, GoRuntime, Outside, Pebble [2]float64
+	Judged                            bool
+	Reason                            string // why it was not judged
 }
 
 func (g growth) ratio(v [2]float64) float64 {
@@ -84,7 +84,7 @@ func measureGrowth(samples []sample, node, k int, since, warmup, interval, end t
 		g.GoRuntime[w] = max(g.GoRuntime[w], goRuntime)
 		g.Files[w] = max(g.Files[w], float64(sm.RSSFile))
 		g.Outside[w] = max(g.Outside[w], float64(sm.RSS-sm.RSSFile)-goRuntime)
-		g.LogPebble[w] = max(g.LogPebble[w], sm.Metrics[mLogCache]+sm.Metrics[mLogUnflushed])
+		g.Pebble[w] = max(g.Pebble[w], sm.Metrics[mPebble])
 	}
 	if base == 0 || last == 0 {
 		g.Reason = fmt.Sprintf("%d samples in the first window, %d in the last", base, last)

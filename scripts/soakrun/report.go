@@ -155,12 +155,12 @@ func (s *soak) renderGrowth(b *strings.Builder) {
 	}
 	b.WriteString("\nWhere the RSS is, peak of each window (not judged): the pages of mapped files (`RssFile`, the executable's), the Go runtime's memory (`" +
 		mGoSys + "` less `" + mHeapReleased + "`), the rest of the RSS, outside the Go runtime (Pebble allocates its block caches and memtables " +
-		"with C's allocator when built with cgo), and of it the log's Pebble block cache and unflushed writes (`" + mLogCache + "` + `" + mLogUnflushed + "`).\n\n")
-	b.WriteString("| node | files MiB | Go runtime MiB | outside Go MiB | log's Pebble MiB |\n|---|---|---|---|---|\n")
+		"with C's allocator when built with cgo), and of it every store's Pebble block cache and unflushed writes (`" + mPebble + "`, summed).\n\n")
+	b.WriteString("| node | files MiB | Go runtime MiB | outside Go MiB | Pebble MiB, every store |\n|---|---|---|---|---|\n")
 	for _, g := range s.growths() {
 		if g.Judged {
 			fmt.Fprintf(b, "| %d | %s → %s | %s → %s | %s → %s | %s → %s |\n", g.Node, mib(g.Files[0]), mib(g.Files[1]),
-				mib(g.GoRuntime[0]), mib(g.GoRuntime[1]), mib(g.Outside[0]), mib(g.Outside[1]), mib(g.LogPebble[0]), mib(g.LogPebble[1]))
+				mib(g.GoRuntime[0]), mib(g.GoRuntime[1]), mib(g.Outside[0]), mib(g.Outside[1]), mib(g.Pebble[0]), mib(g.Pebble[1]))
 		}
 	}
 	b.WriteString("\n")

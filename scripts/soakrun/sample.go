@@ -35,11 +35,10 @@ const (
 	mOpenFDs      = "process_open_fds"
 	mGoSys        = "go_memstats_sys_bytes"           // what the Go runtime mapped
 	mHeapReleased = "go_memstats_heap_released_bytes" // of it, given back to the system
-	mLogCache     = "histor_log_pebble_cache_bytes"
-	mLogUnflushed = "histor_log_pebble_unflushed_bytes"
+	mPebble       = "histor_store_pebble_bytes"       // summed: every store's block cache and unflushed writes
 )
 
-var sampledSeries = []string{mGoroutines, mHeapInuse, mOpenFDs, mGoSys, mHeapReleased, mLogCache, mLogUnflushed,
+var sampledSeries = []string{mGoroutines, mHeapInuse, mOpenFDs, mGoSys, mHeapReleased, mPebble,
 	"histor_mirror_refused_total", "histor_mirror_forks_total", "histor_witness_forks_total",
 	"histor_federation_witnessed_size", "histor_mirror_entries_total"}
 
