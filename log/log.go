@@ -248,11 +248,11 @@ func (l *Log) closeStore() error {
 // PebbleMemory is what the log's Pebble store holds outside the Go heap when built with cgo:
 // its block cache's bytes and its live WAL's (what the memtables hold until flushed); zero
 // for a store in memory, after close, or once a failure stopped it.
-func (l *Log) PebbleMemory() (cache, unflushed int64) {
+func (l *Log) PebbleMemory() pebbledb.Mem {
 	if ps, ok := l.store.(*pebbleStore); ok {
 		return ps.memory()
 	}
-	return 0, 0
+	return pebbledb.Mem{}
 }
 
 // Latest returns the most recently signed head.

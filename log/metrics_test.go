@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/histor-observer/histor/internal/pebbledb"
 )
 
 // gather returns each series of reg by name (histograms by sample count).
@@ -58,8 +60,8 @@ func TestMetrics(t *testing.T) {
 	}
 	got := gather(t, reg)
 	// Pebble's memory: the appended entries wait in the memtables (the live WAL's bytes).
-	if _, u := l.PebbleMemory(); u <= 0 {
-		t.Errorf("PebbleMemory: %d unflushed bytes after 5 entries with their tiles and heads", u)
+	if m := l.PebbleMemory(); m.Unflushed <= 0 || m.Memtables < m.Unflushed {
+		t.Errorf("PebbleMemory: %+v after 5 entries with their tiles and heads", m)
 	}
 	for name, v := range want {
 		if got[name] != v {
@@ -75,8 +77,8 @@ func TestMetrics(t *testing.T) {
 	if n := len(gather(t, reg)); n != 0 {
 		t.Fatalf("%d series left after Close", n)
 	}
-	if c, u := l.PebbleMemory(); c != 0 || u != 0 {
-		t.Fatalf("PebbleMemory after Close: %d, %d", c, u)
+	if m := l.PebbleMemory(); m != (pebbledb.Mem{}) {
+		t.Fatalf("PebbleMemory after Close: %+v", m)
 	}
 	openTest(t, cfg)
 	if got := gather(t, reg)["histor_log_tree_size"]; got != 5 {

@@ -110,9 +110,9 @@ func applyNoSyncWait(db *pebble.DB, pb *pebble.Batch) error {
 // built with cgo): the bytes in the block cache, and the live WAL's, which the memtables
 // hold until they are flushed. Zero after close, and once a failure stopped the store: then
 // Pebble's mutex may be held for good, and Metrics would wait on it for ever.
-func (s *pebbleStore) memory() (cache, unflushed int64) {
+func (s *pebbleStore) memory() pebbledb.Mem {
 	if s.fatal.Load() || s.bg.failed() != nil || !s.enter() {
-		return 0, 0
+		return pebbledb.Mem{}
 	}
 	defer s.readers.Done()
 	return pebbledb.Memory(s.db)

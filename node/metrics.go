@@ -107,11 +107,12 @@ func (m *httpMetrics) handler(reg *prometheus.Registry, logger *slog.Logger) htt
 // 1 for each store besides the log (histor_log_stopped) whose writes a failed one stopped,
 // 0 for each that takes writes, as /health reads it; and histor_store_pebble_bytes{store,
 // kind}, each store's Pebble block cache ("cache") and live WAL ("unflushed": what its
-// memtables hold), which Pebble allocates outside the Go heap when built with cgo. Nothing
-// while the node is not open.
+// memtables hold), and histor_store_pebble_memtable_bytes{store}, the memtable arenas it
+// allocated, which Pebble allocates outside the Go heap when built with cgo. Nothing while
+// the node is not open.
 type storesCollector struct {
-	api             *atomic.Pointer[api]
-	stopped, memory *prometheus.Desc
+	api                        *atomic.Pointer[api]
+	stopped, memory, memtables *prometheus.Desc
 }
 
 func newStoresCollector(a *atomic.Pointer[api]) storesCollector {
@@ -121,10 +122,17 @@ func newStoresCollector(a *atomic.Pointer[api]) storesCollector {
 			[]string{"store"}, nil),
 		memory: prometheus.NewDesc("histor_store_pebble_bytes",
 			"Bytes the store's Pebble holds in memory, outside the Go heap when built with cgo: its block cache (kind cache) and its live WAL, which the memtables hold until flushed (kind unflushed).",
-			[]string{"store", "kind"}, nil)}
+			[]string{"store", "kind"}, nil),
+		memtables: prometheus.NewDesc("histor_store_pebble_memtable_bytes",
+			"Bytes of the memtable arenas the store's Pebble has allocated, outside the Go heap when built with cgo: a flushed one it keeps (for reuse, or while a read holds it) among them. A full arena stays resident after its flush, which the unflushed bytes no longer show.",
+			[]string{"store"}, nil)}
 }
 
-func (c storesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.stopped; ch <- c.memory }
+func (c storesCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.stopped
+	ch <- c.memory
+	ch <- c.memtables
+}
 
 func (c storesCollector) Collect(ch chan<- prometheus.Metric) {
 	a := c.api.Load()
@@ -139,8 +147,9 @@ func (c storesCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(c.stopped, prometheus.GaugeValue, v, name)
 		}
-		cache, unflushed := s.PebbleMemory()
-		ch <- prometheus.MustNewConstMetric(c.memory, prometheus.GaugeValue, float64(cache), name, "cache")
-		ch <- prometheus.MustNewConstMetric(c.memory, prometheus.GaugeValue, float64(unflushed), name, "unflushed")
+		m := s.PebbleMemory()
+		ch <- prometheus.MustNewConstMetric(c.memory, prometheus.GaugeValue, float64(m.Cache), name, "cache")
+		ch <- prometheus.MustNewConstMetric(c.memory, prometheus.GaugeValue, float64(m.Unflushed), name, "unflushed")
+		ch <- prometheus.MustNewConstMetric(c.memtables, prometheus.GaugeValue, float64(m.Memtables), name)
 	}
 }

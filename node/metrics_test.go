@@ -190,7 +190,8 @@ func gatheredFamilies(t *testing.T, reg *prometheus.Registry) map[string]*dto.Me
 }
 
 // TestStorePebbleBytes: histor_store_pebble_bytes has a cache and an unflushed series for
-// every store of the open node, and the log's unflushed bytes hold what it wrote at open.
+// every store of the open node, the log's unflushed bytes hold what it wrote at open, and its
+// memtable arenas (histor_store_pebble_memtable_bytes) hold at least those.
 func TestStorePebbleBytes(t *testing.T) {
 	tn := newTestNode(t, 1)
 	kinds := map[string]map[string]float64{}
@@ -208,5 +209,12 @@ func TestStorePebbleBytes(t *testing.T) {
 	}
 	if kinds["log"]["unflushed"] <= 0 {
 		t.Errorf("the log's unflushed bytes: %v after its first head", kinds["log"]["unflushed"])
+	}
+	memtables := map[string]float64{}
+	for _, m := range gatheredFamilies(t, tn.node.cfg.Registry)["histor_store_pebble_memtable_bytes"].GetMetric() {
+		memtables[label(m, "store")] = m.GetGauge().GetValue()
+	}
+	if memtables["log"] < kinds["log"]["unflushed"] {
+		t.Errorf("the log's memtable arenas: %v bytes, less than the %v bytes they hold", memtables["log"], kinds["log"]["unflushed"])
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/state"
 	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/internal/pebbledb"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/check"
@@ -329,8 +330,8 @@ func (n *Node) closeAPI() error {
 type store interface {
 	// Stopped is the failed write that stopped the store's writes, nil while it takes them.
 	Stopped() error
-	// PebbleMemory is its Pebble's block cache and unflushed bytes (C's when built with cgo).
-	PebbleMemory() (cache, unflushed int64)
+	// PebbleMemory is what its Pebble holds in memory (C's when built with cgo).
+	PebbleMemory() pebbledb.Mem
 }
 
 // openStores is every store of the node open now, by name: the log and the receipts log,

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/histor-observer/histor/internal/pebbledb"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/keys"
 )
@@ -313,11 +314,11 @@ func (w *Witness) loadState(origin string) (stored, bool, error) {
 
 // PebbleMemory is what the witness's Pebble holds outside the Go heap when built with cgo: its
 // block cache's bytes and its live WAL's (pebbledb.Acked.Memory); zero after Close.
-func (w *Witness) PebbleMemory() (cache, unflushed int64) {
+func (w *Witness) PebbleMemory() pebbledb.Mem {
 	w.dbMu.RLock()
 	defer w.dbMu.RUnlock()
 	if p, ok := w.db.(*pebbleKV); ok && !w.closed {
 		return p.view.Memory()
 	}
-	return 0, 0
+	return pebbledb.Mem{}
 }

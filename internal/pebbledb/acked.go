@@ -102,23 +102,33 @@ func (a *Acked) Commit(b *pebble.Batch) error {
 	return errors.Join(err, before.release())
 }
 
-// Memory is what Pebble holds of the database outside the Go heap when built with cgo (it
-// allocates with C's allocator): the bytes in its block cache, and the live WAL's, which the
-// memtables hold until flushed. Zero once closed or stopped: after a failure Pebble's mutex
-// may be held for good, and its Metrics would wait on it for ever.
-func (a *Acked) Memory() (cache, unflushed int64) {
+// Mem is what Pebble holds of a database in memory, outside the Go heap when built with cgo
+// (it allocates with C's allocator).
+type Mem struct {
+	Cache int64 // the bytes in its block cache
+	// Unflushed is the live WAL's bytes: the writes its memtables hold until flushed.
+	Unflushed int64
+	// Memtables is the memtable arenas allocated, a flushed one Pebble keeps (a zombie, or
+	// for reuse) among them: a full arena stays resident after its flush, which Unflushed
+	// no longer shows.
+	Memtables int64
+}
+
+// Memory is Mem of the database; zero once closed or stopped: after a failure Pebble's
+// mutex may be held for good, and its Metrics would wait on it for ever.
+func (a *Acked) Memory() Mem {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.closed || a.guard.Stopped() != nil {
-		return 0, 0
+		return Mem{}
 	}
 	return Memory(a.db)
 }
 
-// Memory is Acked.Memory of a database the caller knows open and not stopped.
-func Memory(db *pebble.DB) (cache, unflushed int64) {
+// Memory is Mem of a database the caller knows open and not stopped.
+func Memory(db *pebble.DB) Mem {
 	m := db.Metrics()
-	return m.BlockCache.Size, int64(m.WAL.Size)
+	return Mem{Cache: m.BlockCache.Size, Unflushed: int64(m.WAL.Size), Memtables: int64(m.MemTable.Size + m.MemTable.ZombieSize)}
 }
 
 // Write commits, as Commit, the batch fill makes.

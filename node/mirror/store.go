@@ -344,9 +344,9 @@ func (s *Store) Stopped() error { return s.guard.Stopped() }
 // PebbleMemory is what the mirror's Pebble holds outside the Go heap when built with cgo: its
 // block cache's bytes and its live WAL's; zero once closed or stopped (after a failure
 // Pebble's mutex may be held for good, and its Metrics would wait on it for ever).
-func (s *Store) PebbleMemory() (cache, unflushed int64) {
+func (s *Store) PebbleMemory() pebbledb.Mem {
 	if s.closed.Load() || s.guard.Stopped() != nil {
-		return 0, 0
+		return pebbledb.Mem{}
 	}
 	return pebbledb.Memory(s.db)
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/histor-observer/histor/crawl/state"
+	"github.com/histor-observer/histor/internal/pebbledb"
 	"github.com/histor-observer/histor/node/events"
 )
 
@@ -155,7 +156,7 @@ func (p *Part) Kick() {
 func (p *Part) Stopped() error { return p.store.Stopped() }
 
 // PebbleMemory is the event store's (events.Store.PebbleMemory).
-func (p *Part) PebbleMemory() (cache, unflushed int64) { return p.store.PebbleMemory() }
+func (p *Part) PebbleMemory() pebbledb.Mem { return p.store.PebbleMemory() }
 
 func (p *Part) loop(ctx context.Context) {
 	t := time.NewTicker(p.every)

@@ -434,4 +434,4 @@ func (s *Store) Stopped() error { return s.guard.Stopped() }
 
 // PebbleMemory is what the store's Pebble holds outside the Go heap when built with cgo: its
 // block cache's bytes and its live WAL's (pebbledb.Acked.Memory).
-func (s *Store) PebbleMemory() (cache, unflushed int64) { return s.view.Memory() }
+func (s *Store) PebbleMemory() pebbledb.Mem { return s.view.Memory() }

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/internal/pebbledb"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/canon"
@@ -170,7 +171,7 @@ func checkConfig(cfg Config) error {
 func (l *Log) Stopped() error { return l.log.Stopped() }
 
 // PebbleMemory is the receipts log's hlog.Log.PebbleMemory.
-func (l *Log) PebbleMemory() (cache, unflushed int64) { return l.log.PebbleMemory() }
+func (l *Log) PebbleMemory() pebbledb.Mem { return l.log.PebbleMemory() }
 
 // Close closes the log; its routes must be served no more.
 func (l *Log) Close() error {
