@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	hlog "github.com/histor-observer/histor/log"
+	"github.com/histor-observer/histor/log/logtest"
 )
 
 // testNode is a node with an open log of n generated labels and one piece of
@@ -51,31 +51,11 @@ func newTestNode(t testing.TB, n int) *testNode {
 func (tn *testNode) appendLabels(t testing.TB, n int) {
 	t.Helper()
 	ev := []hlog.Evidence{{Kind: "toolsets", Body: tn.evidence}}
-	for n > 0 {
-		batch := min(n, 1000)
-		entries := make([]hlog.Entry, batch)
-		for i := range entries {
-			idx := len(tn.labels)
-			label := makeLabel(idx)
-			tn.labels = append(tn.labels, label)
-			entries[i] = hlog.Entry{ID: labelID(idx), Label: label}
-		}
-		if _, err := tn.node.Log().Append(context.Background(), entries, ev); err != nil {
-			t.Fatalf("appending: %v", err)
-		}
-		ev, n = nil, n-batch
-	}
+	tn.labels = append(tn.labels, logtest.AppendVerdictLabels(t, tn.node.Log(), len(tn.labels), n, ev)...)
 }
 
-func labelID(i int) string { return fmt.Sprintf("urn:uuid:00000000-0000-4000-8000-%012x", i) }
-
-// makeLabel returns a small label-shaped document in canonical (JCS) form:
-// members sorted, no spaces, ASCII only.
-func makeLabel(i int) []byte {
-	methods := []string{"tool-set-observation", "tool-def-pattern-scan", "tool-set-continuity", "name-threat-match"}
-	return fmt.Appendf(nil, `{"credentialSubject":{"method":{"id":"urn:awr:mtl:1:method:%s"},"verdict":"pass"},"id":"%s","type":["VerifiableCredential","VerificationVerdict","MCPTrustLabel"],"validFrom":"2026-09-23T09:00:00Z"}`,
-		methods[i%len(methods)], labelID(i))
-}
+// labelID and makeLabel are logtest's: the test labels' ids and documents.
+var labelID, makeLabel = logtest.LabelID, logtest.VerdictLabel
 
 // get fetches path from the test server and returns the response and body.
 func (tn *testNode) get(t testing.TB, path string) (*http.Response, []byte) {

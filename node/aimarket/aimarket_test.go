@@ -18,7 +18,7 @@ import (
 	"github.com/histor-observer/histor/crawl/registry"
 	"github.com/histor-observer/histor/crawl/scan"
 	"github.com/histor-observer/histor/crawl/state"
-	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/internal/httpx/httpxtest"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/mtl"
@@ -128,25 +128,8 @@ func seed(t *testing.T, st *state.Store, lg *memLog) {
 	lg.evidence[[2]string{hlog.EvidenceToolSets, d}] = checktest.CanonicalTools(t, toolsNow)
 }
 
-// serveRoutes answers through routes as the node's router does: 404 off
-// them, 405 with Allow for a method they do not take.
-func serveRoutes(routes []httpx.Route) http.Handler {
-	rt := httpx.NewRouter(routes)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m := rt.Lookup(r)
-		if m == nil {
-			httpx.WriteDetail(w, http.StatusNotFound, "not found")
-			return
-		}
-		h, allow := m.Handler(r.Method)
-		if h == nil {
-			w.Header().Set("Allow", allow)
-			httpx.WriteDetail(w, http.StatusMethodNotAllowed, "method not allowed")
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
+// serveRoutes answers through routes as the node's router does (httpxtest.Serve).
+var serveRoutes = httpxtest.Serve
 
 func mtlServerID(name, endpoint string) string { return mtl.ServerID(name, endpoint) }
 

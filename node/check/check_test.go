@@ -12,7 +12,7 @@ import (
 
 	"github.com/histor-observer/histor/crawl/scan"
 	"github.com/histor-observer/histor/crawl/state"
-	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/internal/httpx/httpxtest"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/mtl"
@@ -104,25 +104,8 @@ func newCheckFixture(t testing.TB, edit func(*Config)) *checkFixture {
 	return f
 }
 
-// serveRoutes answers through routes as the node's router does: 404 off
-// them, 405 with Allow for a method they do not take.
-func serveRoutes(routes []httpx.Route) http.Handler {
-	rt := httpx.NewRouter(routes)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m := rt.Lookup(r)
-		if m == nil {
-			httpx.WriteDetail(w, http.StatusNotFound, "not found")
-			return
-		}
-		h, allow := m.Handler(r.Method)
-		if h == nil {
-			w.Header().Set("Allow", allow)
-			httpx.WriteDetail(w, http.StatusMethodNotAllowed, "method not allowed")
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
+// serveRoutes answers through routes as the node's router does (httpxtest.Serve).
+var serveRoutes = httpxtest.Serve
 
 // seed writes the targets, their observations and timelines, and the
 // evidence of the current set at "one" into the log.

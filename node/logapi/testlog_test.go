@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"github.com/histor-observer/histor/internal/httpx"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/logtest"
 )
 
 // testLog is an open label log of generated labels and one piece of
@@ -84,31 +84,11 @@ func serveMount(t testing.TB, m Mount) *httptest.Server {
 func (tl *testLog) appendLabels(t testing.TB, n int) {
 	t.Helper()
 	ev := []hlog.Evidence{{Kind: "toolsets", Body: tl.evidence}}
-	for n > 0 {
-		batch := min(n, 1000)
-		entries := make([]hlog.Entry, batch)
-		for i := range entries {
-			idx := len(tl.labels)
-			label := makeLabel(idx)
-			tl.labels = append(tl.labels, label)
-			entries[i] = hlog.Entry{ID: labelID(idx), Label: label}
-		}
-		if _, err := tl.log.Append(context.Background(), entries, ev); err != nil {
-			t.Fatalf("appending: %v", err)
-		}
-		ev, n = nil, n-batch
-	}
+	tl.labels = append(tl.labels, logtest.AppendVerdictLabels(t, tl.log, len(tl.labels), n, ev)...)
 }
 
-func labelID(i int) string { return fmt.Sprintf("urn:uuid:00000000-0000-4000-8000-%012x", i) }
-
-// makeLabel returns a small label-shaped document in canonical (JCS) form:
-// members sorted, no spaces, ASCII only.
-func makeLabel(i int) []byte {
-	methods := []string{"tool-set-observation", "tool-def-pattern-scan", "tool-set-continuity", "name-threat-match"}
-	return fmt.Appendf(nil, `{"credentialSubject":{"method":{"id":"urn:awr:mtl:1:method:%s"},"verdict":"pass"},"id":"%s","type":["VerifiableCredential","VerificationVerdict","MCPTrustLabel"],"validFrom":"2026-09-23T09:00:00Z"}`,
-		methods[i%len(methods)], labelID(i))
-}
+// labelID and makeLabel are logtest's: the test labels' ids and documents.
+var labelID, makeLabel = logtest.LabelID, logtest.VerdictLabel
 
 // get fetches path from srv and returns the response and body.
 func get(t testing.TB, srv *httptest.Server, path string) (*http.Response, []byte) {

@@ -26,7 +26,7 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 
-	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/internal/httpx/httpxtest"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/receipt"
 )
@@ -89,25 +89,8 @@ func (rn *receiptsNode) close() {
 	}
 }
 
-// serveRoutes serves a route table as the node does: 404 for a path it
-// does not list, 405 for a method a route does not answer.
-func serveRoutes(routes []httpx.Route) http.Handler {
-	rt := httpx.NewRouter(routes)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m := rt.Lookup(r)
-		if m == nil {
-			httpx.WriteDetail(w, http.StatusNotFound, "not found")
-			return
-		}
-		h, allow := m.Handler(r.Method)
-		if h == nil {
-			w.Header().Set("Allow", allow)
-			httpx.WriteDetail(w, http.StatusMethodNotAllowed, "method not allowed")
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
+// serveRoutes answers through routes as the node's router does (httpxtest.Serve).
+var serveRoutes = httpxtest.Serve
 
 func (rn *receiptsNode) reopen() {
 	rn.close()
