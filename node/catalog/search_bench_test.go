@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/histor-observer/histor/crawl/state"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/catalog/catalogtest"
 )
@@ -16,14 +17,7 @@ func BenchmarkSearch20k(b *testing.B) {
 	if testing.Short() {
 		b.Skip("builds a 20,000-server crawl state; not in -short")
 	}
-	dir := b.TempDir()
-	st := catalogtest.OpenStore(b, filepath.Join(dir, "state"))
-	lg := catalogtest.OpenLog(b, filepath.Join(dir, "log"))
-	catalogtest.Populate(b, st, lg, 20_000)
-	c, err := catalog.New(catalog.Options{Store: st, Log: lg})
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, c := populated(b, 20_000)
 	for _, q := range []struct {
 		name, q string
 		st      catalog.State
@@ -51,14 +45,7 @@ func TestSearchPaths(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 1,500-server crawl state; not in -short")
 	}
-	dir := t.TempDir()
-	st := catalogtest.OpenStore(t, filepath.Join(dir, "state"))
-	lg := catalogtest.OpenLog(t, filepath.Join(dir, "log"))
-	catalogtest.Populate(t, st, lg, 1500)
-	c, err := catalog.New(catalog.Options{Store: st, Log: lg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := populated(t, 1500)
 	// "example" occurs three times a server (4,500 > the sparse bound),
 	// "e" more; the others fewer.
 	for _, q := range []string{"example", "e", "TITLE of", "server-00", "host01", "/mcp/0149", "00001", "x", "zzz"} {
@@ -80,4 +67,19 @@ func TestSearchPaths(t *testing.T) {
 			}
 		}
 	}
+}
+
+// populated is a catalog over a crawl state and a log of n servers (catalogtest.Populate),
+// and its store.
+func populated(tb testing.TB, n int) (*state.Store, *catalog.Catalog) {
+	tb.Helper()
+	dir := tb.TempDir()
+	st := catalogtest.OpenStore(tb, filepath.Join(dir, "state"))
+	lg := catalogtest.OpenLog(tb, filepath.Join(dir, "log"))
+	catalogtest.Populate(tb, st, lg, n)
+	c, err := catalog.New(catalog.Options{Store: st, Log: lg})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st, c
 }

@@ -1,12 +1,6 @@
 package catalog_test
 
-import (
-	"path/filepath"
-	"testing"
-
-	"github.com/histor-observer/histor/node/catalog"
-	"github.com/histor-observer/histor/node/catalog/catalogtest"
-)
+import "testing"
 
 // BenchmarkUpdate20k is bringing a 20,000-server catalog up to date after
 // a commit: reading the whole store again (reload, the baseline), or the
@@ -16,14 +10,7 @@ func BenchmarkUpdate20k(b *testing.B) {
 	if testing.Short() {
 		b.Skip("builds a 20,000-server crawl state; not in -short")
 	}
-	dir := b.TempDir()
-	st := catalogtest.OpenStore(b, filepath.Join(dir, "state"))
-	lg := catalogtest.OpenLog(b, filepath.Join(dir, "log"))
-	catalogtest.Populate(b, st, lg, 20_000)
-	c, err := catalog.New(catalog.Options{Store: st, Log: lg})
-	if err != nil {
-		b.Fatal(err)
-	}
+	st, c := populated(b, 20_000)
 	targets, err := st.Targets()
 	if err != nil {
 		b.Fatal(err)
