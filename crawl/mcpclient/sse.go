@@ -21,8 +21,9 @@ type sseReader struct {
 	store    []byte
 	chunk    []byte
 	eof      bool
+	over     bool  // r yielded a byte past the budget, which was dropped
 	skipLF   bool  // the last line ended in CR; a following LF belongs to it
-	total    int64 // bytes read from r
+	total    int64 // bytes taken from r, at most budget
 	budget   int64 // most bytes r may yield
 	maxEvent int
 	what     string
@@ -98,6 +99,9 @@ func (s *sseReader) line() ([]byte, error) {
 		if len(s.buf) > s.maxEvent {
 			return nil, stopf(StatusTooLarge, "a line in the %s exceeded %d bytes", s.what, s.maxEvent)
 		}
+		if s.over {
+			return nil, stopf(StatusTooLarge, "%s exceeded %d bytes", s.what, s.budget)
+		}
 		if s.eof {
 			if len(s.buf) > 0 {
 				line := bytes.Clone(s.buf)
@@ -112,12 +116,16 @@ func (s *sseReader) line() ([]byte, error) {
 	}
 }
 
+// fill reads at most one byte past the budget. That byte is dropped and
+// marks the stream over its budget, so the events that fit are handed out
+// and the error comes when a line needs more, however the reads fall.
 func (s *sseReader) fill() error {
-	n, err := s.r.Read(s.chunk)
-	s.total += int64(n)
-	if s.total > s.budget {
-		return stopf(StatusTooLarge, "%s exceeded %d bytes", s.what, s.budget)
+	chunk := s.chunk[:min(int64(len(s.chunk)), s.budget-s.total+1)]
+	n, err := s.r.Read(chunk)
+	if s.total+int64(n) > s.budget {
+		n, s.over = int(s.budget-s.total), true
 	}
+	s.total += int64(n)
 	// Unread bytes move to the front of one reused buffer (lines handed out
 	// are copies), so a long stream of small events holds at most one line.
 	s.store = append(append(s.store[:0], s.buf...), s.chunk[:n]...)
