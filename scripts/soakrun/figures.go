@@ -25,10 +25,10 @@ type growth struct {
 	// Where the RSS is, not judged: the pages of mapped files (the executable's), the Go
 	// runtime's (what it mapped less what it gave back), the rest (outside the Go runtime:
 	// Pebble's caches and memtables are C's when built with cgo), and of the rest every
-	// store's Pebble block cache and unflushed writes.
-	Files, GoRuntime, Outside, Pebble [2]float64
-	Judged                            bool
-	Reason                            string // why it was not judged
+	// store's Pebble block cache and unflushed writes, and its allocated memtable arenas.
+	Files, GoRuntime, Outside, Pebble, Memtables [2]float64
+	Judged                                       bool
+	Reason                                       string // why it was not judged
 }
 
 func (g growth) ratio(v [2]float64) float64 {
@@ -85,6 +85,7 @@ func measureGrowth(samples []sample, node, k int, since, warmup, interval, end t
 		g.Files[w] = max(g.Files[w], float64(sm.RSSFile))
 		g.Outside[w] = max(g.Outside[w], float64(sm.RSS-sm.RSSFile)-goRuntime)
 		g.Pebble[w] = max(g.Pebble[w], sm.Metrics[mPebble])
+		g.Memtables[w] = max(g.Memtables[w], sm.Metrics[mMemtables])
 	}
 	if base == 0 || last == 0 {
 		g.Reason = fmt.Sprintf("%d samples in the first window, %d in the last", base, last)

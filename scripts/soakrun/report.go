@@ -155,12 +155,14 @@ func (s *soak) renderGrowth(b *strings.Builder) {
 	}
 	b.WriteString("\nWhere the RSS is, peak of each window (not judged): the pages of mapped files (`RssFile`, the executable's), the Go runtime's memory (`" +
 		mGoSys + "` less `" + mHeapReleased + "`), the rest of the RSS, outside the Go runtime (Pebble allocates its block caches and memtables " +
-		"with C's allocator when built with cgo), and of it every store's Pebble block cache and unflushed writes (`" + mPebble + "`, summed).\n\n")
-	b.WriteString("| node | files MiB | Go runtime MiB | outside Go MiB | Pebble MiB, every store |\n|---|---|---|---|---|\n")
+		"with C's allocator when built with cgo), and of it every store's Pebble block cache and unflushed writes (`" + mPebble + "`, summed) " +
+		"and every store's memtable arenas, the one taking writes with those flushed but still allocated (`" + mMemtables + "`, summed).\n\n")
+	b.WriteString("| node | files MiB | Go runtime MiB | outside Go MiB | Pebble cache and unflushed MiB | Pebble memtables MiB |\n|---|---|---|---|---|---|\n")
 	for _, g := range s.growths() {
 		if g.Judged {
-			fmt.Fprintf(b, "| %d | %s → %s | %s → %s | %s → %s | %s → %s |\n", g.Node, mib(g.Files[0]), mib(g.Files[1]),
-				mib(g.GoRuntime[0]), mib(g.GoRuntime[1]), mib(g.Outside[0]), mib(g.Outside[1]), mib(g.Pebble[0]), mib(g.Pebble[1]))
+			fmt.Fprintf(b, "| %d | %s → %s | %s → %s | %s → %s | %s → %s | %s → %s |\n", g.Node, mib(g.Files[0]), mib(g.Files[1]),
+				mib(g.GoRuntime[0]), mib(g.GoRuntime[1]), mib(g.Outside[0]), mib(g.Outside[1]), mib(g.Pebble[0]), mib(g.Pebble[1]),
+				mib(g.Memtables[0]), mib(g.Memtables[1]))
 		}
 	}
 	b.WriteString("\n")

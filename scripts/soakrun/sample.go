@@ -33,12 +33,13 @@ const (
 	mGoroutines   = "go_goroutines"
 	mHeapInuse    = "go_memstats_heap_inuse_bytes"
 	mOpenFDs      = "process_open_fds"
-	mGoSys        = "go_memstats_sys_bytes"           // what the Go runtime mapped
-	mHeapReleased = "go_memstats_heap_released_bytes" // of it, given back to the system
-	mPebble       = "histor_store_pebble_bytes"       // summed: every store's block cache and unflushed writes
+	mGoSys        = "go_memstats_sys_bytes"              // what the Go runtime mapped
+	mHeapReleased = "go_memstats_heap_released_bytes"    // of it, given back to the system
+	mPebble       = "histor_store_pebble_bytes"          // summed: every store's block cache and unflushed writes
+	mMemtables    = "histor_store_pebble_memtable_bytes" // summed: every store's allocated memtable arenas
 )
 
-var sampledSeries = []string{mGoroutines, mHeapInuse, mOpenFDs, mGoSys, mHeapReleased, mPebble,
+var sampledSeries = []string{mGoroutines, mHeapInuse, mOpenFDs, mGoSys, mHeapReleased, mPebble, mMemtables,
 	"histor_mirror_refused_total", "histor_mirror_forks_total", "histor_witness_forks_total",
 	"histor_federation_witnessed_size", "histor_mirror_entries_total"}
 
