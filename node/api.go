@@ -107,8 +107,8 @@ func (a *api) serveHealth(w http.ResponseWriter, r *http.Request) {
 	stores := map[string]string{}
 	if a.stores != nil {
 		for name, s := range a.stores() {
-			// The log's is log_error, as HISTOR's; the receipts log is not one of HISTOR's.
-			if err := s.Stopped(); err != nil && name != "log" && name != "receipts" {
+			// The log's is log_error, as HISTOR's.
+			if err := s.Stopped(); err != nil && name != "log" {
 				stores[name] = err.Error()
 			}
 		}

@@ -212,6 +212,50 @@ func TestHealthReportsStoppedLog(t *testing.T) {
 	}
 }
 
+// TestHealthReportsStoppedReceipts: the receipts log is one of the stores /health names in
+// store_errors (its heads are not the label log's, so it is not log_error): once a failed
+// write stopped it, ok is false and store_errors.receipts holds the cause.
+func TestHealthReportsStoppedReceipts(t *testing.T) {
+	tn := newTestNode(t, 1)
+	seed := sha256.Sum256([]byte("health receipts"))
+	key := ed25519.NewKeyFromSeed(seed[:])
+	plan := &faultfs.Plan{Kinds: []faultfs.Op{faultfs.Write}}
+	l, err := hlog.Open(context.Background(), hlog.Config{Dir: "receipts", FS: faultfs.Wrap(vfs.NewMem(), plan),
+		Origin: "health.test/log/receipts", Key: key, DID: awr.DIDKey(key.Public().(ed25519.PublicKey)),
+		STHType: format.ReceiptsSTHType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	a := newAPI(tn.node.log, nil, tn.node.cfg)
+	a.stores = func() map[string]store { return map[string]store{"log": tn.node.log, "receipts": l} }
+	health := func() (ok bool, logErr *string, stores map[string]string) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		a.ServeHTTP(rec, httptest.NewRequest("GET", "/health", nil))
+		var h struct {
+			OK     bool              `json:"ok"`
+			LogErr *string           `json:"log_error"`
+			Stores map[string]string `json:"store_errors"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil {
+			t.Fatal(err)
+		}
+		return h.OK, h.LogErr, h.Stores
+	}
+	if ok, logErr, stores := health(); !ok || logErr != nil || len(stores) != 0 {
+		t.Fatalf("health with a working receipts log: ok %v, log_error %v, store_errors %v", ok, logErr, stores)
+	}
+	plan.At, plan.Sticky = plan.Seen()+1, true
+	if _, err := l.Append(context.Background(), []hlog.Entry{{ID: "urn:uuid:receipt-1", Label: []byte(`{}`)}}, nil); err == nil {
+		t.Fatal("an append over a failing disk was acknowledged")
+	}
+	ok, logErr, stores := health()
+	if ok || logErr != nil || !strings.Contains(stores["receipts"], faultfs.ErrInjected.Error()) || len(stores) != 1 {
+		t.Fatalf("health with a stopped receipts log: ok %v, log_error %v, store_errors %v", ok, deref(logErr), stores)
+	}
+}
+
 // TestHealthReportsStoppedStores: once a failed write stopped one of the node's other stores
 // (here its witness, over a disk failing from then on), /health says ok false and names the
 // store and the cause in store_errors, and histor_store_stopped is 1 for it; before, ok, an
