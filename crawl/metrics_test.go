@@ -7,6 +7,7 @@ import (
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/registry/registrytest"
+	"github.com/histor-observer/histor/internal/promset/promtest"
 )
 
 // TestMetrics: a crawl's figures reach the registry it was given.
@@ -21,16 +22,16 @@ func TestMetrics(t *testing.T) {
 	c := e.crawler(t, reg.URL, func(cfg *crawl.Config) { cfg.Registerer = pr })
 	e.run(t, c)
 	e.run(t, c)
-	got := gathered(t, pr)
+	got := promtest.Series(t, pr)
 	for series, want := range map[string]float64{
-		"histor_crawl_labels_issued_total{method=name-threat-match}":     1,
-		"histor_crawl_labels_issued_total{method=tool-def-pattern-scan}": 1,
-		"histor_crawl_labels_issued_total{method=tool-set-observation}":  1,
-		"histor_crawl_runs_total{result=ok}":                             2,
-		"histor_crawl_targets{status=ok}":                                1,
-		"histor_crawl_targets{status=templated-url}":                     1,
-		"histor_crawl_changes_total":                                     0,
-		"histor_crawl_duration_seconds":                                  2, // observations
+		`histor_crawl_labels_issued_total{method="name-threat-match"}`:     1,
+		`histor_crawl_labels_issued_total{method="tool-def-pattern-scan"}`: 1,
+		`histor_crawl_labels_issued_total{method="tool-set-observation"}`:  1,
+		`histor_crawl_runs_total{result="ok"}`:                             2,
+		`histor_crawl_targets{status="ok"}`:                                1,
+		`histor_crawl_targets{status="templated-url"}`:                     1,
+		"histor_crawl_changes_total":                                       0,
+		"histor_crawl_duration_seconds":                                    2, // observations
 	} {
 		if got[series] != want {
 			t.Errorf("%s = %v, want %v", series, got[series], want)
@@ -42,34 +43,6 @@ func TestMetrics(t *testing.T) {
 	if _, err := crawl.New(crawl.Config{Registry: reg.URL, AllowPrivateTargets: true, Registerer: pr}, e.log, e.key, e.did, e.st); err == nil {
 		t.Error("a second crawler registered the same metrics")
 	}
-}
-
-// gathered is every series of reg as name{label=value} → value (a
-// histogram's: its sample count).
-func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			key := f.GetName()
-			for _, l := range m.GetLabel() {
-				key += "{" + l.GetName() + "=" + l.GetValue() + "}"
-			}
-			switch {
-			case m.Counter != nil:
-				out[key] = m.Counter.GetValue()
-			case m.Gauge != nil:
-				out[key] = m.Gauge.GetValue()
-			case m.Histogram != nil:
-				out[key] = float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return out
 }
 
 // TestCloseUnregistersMetrics: a crawler closed leaves the registry free for
@@ -86,13 +59,13 @@ func TestCloseUnregistersMetrics(t *testing.T) {
 	e.run(t, first)
 	first.Close()
 	first.Close() // twice is harmless
-	if got := gathered(t, pr); len(got) != 0 {
+	if got := promtest.Series(t, pr); len(got) != 0 {
 		t.Fatalf("after Close the registry still holds %v", got)
 	}
 	second := e.crawler(t, reg.URL, func(cfg *crawl.Config) { cfg.Registerer = pr })
 	defer second.Close()
 	e.run(t, second)
-	if got := gathered(t, pr)["histor_crawl_runs_total{result=ok}"]; got != 1 {
+	if got := promtest.Series(t, pr)[`histor_crawl_runs_total{result="ok"}`]; got != 1 {
 		t.Errorf("histor_crawl_runs_total{result=ok} = %v after the second crawler's one crawl, want 1", got)
 	}
 }

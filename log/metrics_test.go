@@ -6,32 +6,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/histor-observer/histor/internal/pebbledb"
+	"github.com/histor-observer/histor/internal/promset/promtest"
 )
-
-// gather returns each series of reg by name (histograms by sample count).
-func gather(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		m := mf.GetMetric()[0]
-		switch mf.GetType() {
-		case dto.MetricType_COUNTER:
-			out[mf.GetName()] = m.GetCounter().GetValue()
-		case dto.MetricType_GAUGE:
-			out[mf.GetName()] = m.GetGauge().GetValue()
-		case dto.MetricType_HISTOGRAM:
-			out[mf.GetName()] = float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	return out
-}
 
 // TestMetrics: the histor_log_* series count what was acknowledged, go to
 // the registry given, and leave it on Close so a reopened log registers
@@ -58,7 +36,7 @@ func TestMetrics(t *testing.T) {
 		"histor_log_sync_seconds":           3,
 		"histor_log_stopped":                0,
 	}
-	got := gather(t, reg)
+	got := promtest.Series(t, reg)
 	// Pebble's memory: the appended entries wait in the memtables (the live WAL's bytes).
 	if m := l.PebbleMemory(); m.Unflushed <= 0 || m.Memtables < m.Unflushed {
 		t.Errorf("PebbleMemory: %+v after 5 entries with their tiles and heads", m)
@@ -74,14 +52,14 @@ func TestMetrics(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(gather(t, reg)); n != 0 {
+	if n := len(promtest.Series(t, reg)); n != 0 {
 		t.Fatalf("%d series left after Close", n)
 	}
 	if m := l.PebbleMemory(); m != (pebbledb.Mem{}) {
 		t.Fatalf("PebbleMemory after Close: %+v", m)
 	}
 	openTest(t, cfg)
-	if got := gather(t, reg)["histor_log_tree_size"]; got != 5 {
+	if got := promtest.Series(t, reg)["histor_log_tree_size"]; got != 5 {
 		t.Fatalf("tree size after reopening: %v", got)
 	}
 }

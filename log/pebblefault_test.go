@@ -18,6 +18,7 @@ import (
 
 	"github.com/histor-observer/histor/internal/faultfs"
 	"github.com/histor-observer/histor/internal/pebbledb"
+	"github.com/histor-observer/histor/internal/promset/promtest"
 )
 
 func storageFault(err error) bool { return faultfs.IsFault(err) }
@@ -54,8 +55,8 @@ func (p *pebbleFault) run(inj faultfs.Injector) *faultRun {
 	r := &faultRun{t: t, l: l, acked: map[uint64]string{}, injected: storageFault}
 	r.scenario()
 	r.stoppedSaysSo()
-	if want := map[bool]float64{false: 0, true: 1}[r.failed != nil]; gauge(t, p.reg, "histor_log_stopped") != want {
-		t.Fatalf("histor_log_stopped is %v, want %v (failed: %v)", gauge(t, p.reg, "histor_log_stopped"), want, r.failed)
+	if want := map[bool]float64{false: 0, true: 1}[r.failed != nil]; promtest.Value(t, p.reg, "histor_log_stopped") != want {
+		t.Fatalf("histor_log_stopped is %v, want %v (failed: %v)", promtest.Value(t, p.reg, "histor_log_stopped"), want, r.failed)
 	}
 	if err := l.Close(); err != nil && !storageFault(err) {
 		t.Fatalf("closing after the fault: %v", err)
@@ -192,21 +193,6 @@ func TestPebbleFaults(t *testing.T) {
 	if stopped == 0 {
 		t.Fatal("no fault stopped the log: the test failed nothing that mattered")
 	}
-}
-
-// gauge reads the gauge name from reg; -1 if it is not there.
-func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	return -1
 }
 
 const faultChildEnv = "HISTOR_LOG_FAULT_CHILD"

@@ -18,6 +18,7 @@ import (
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/registry/registrytest"
 	"github.com/histor-observer/histor/internal/faultfs"
+	"github.com/histor-observer/histor/internal/promset/promtest"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"
@@ -286,17 +287,10 @@ func TestHealthReportsStoppedStores(t *testing.T) {
 		getJSON(t, tn, "/health", &h)
 		return h.OK, h.Stores
 	}
-	// stopped is histor_store_stopped of store; -1 when it has no series.
+	// stopped is histor_store_stopped of store; the test fails when it has no series.
 	stopped := func(store string) float64 {
 		t.Helper()
-		for _, m := range gatheredFamilies(t, nd.cfg.Registry)["histor_store_stopped"].GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "store" && l.GetValue() == store {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-		return -1
+		return promtest.Value(t, nd.cfg.Registry, "histor_store_stopped", "store", store)
 	}
 	if ok, stores := health(); !ok || stores == nil || len(stores) != 0 {
 		t.Fatalf("health with every store working: ok %v, store_errors %v", ok, stores)

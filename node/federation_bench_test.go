@@ -28,6 +28,7 @@ import (
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/registry/registrytest"
+	"github.com/histor-observer/histor/internal/promset/promtest"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"
@@ -149,24 +150,7 @@ func (bn *benchObserver) appendLabel(tb testing.TB) uint64 {
 
 // accepted sums the node's histor_gossip_messages_total{verdict="accept"}.
 func (bn *benchObserver) accepted(tb testing.TB) float64 {
-	mfs, err := bn.reg.Gather()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != "histor_gossip_messages_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "verdict" && l.GetValue() == "accept" {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	return promtest.Sum(tb, bn.reg, "histor_gossip_messages_total", "verdict", "accept")
 }
 
 // startBenchFederation starts n observers on loopback libp2p, every one on

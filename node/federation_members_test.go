@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/histor-observer/histor/internal/promset/promtest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -80,20 +81,14 @@ func TestReloadMembers(t *testing.T) {
 	}
 }
 
-// fedSeries is the value of the federation's series name in fn's registry: the one whose
-// result label is result, or the only one when result is "".
+// fedSeries is the sum of the federation's series name in fn's registry whose result label
+// is result, or of all of them when result is "".
 func fedSeries(t *testing.T, fn *fedNode, name, result string) float64 {
 	t.Helper()
-	for _, m := range gatheredFamilies(t, fn.node.cfg.Registry)[name].GetMetric() {
-		if result != "" && label(m, "result") != result {
-			continue
-		}
-		if c := m.GetCounter(); c != nil {
-			return c.GetValue()
-		}
-		return m.GetGauge().GetValue()
+	if result == "" {
+		return promtest.Sum(t, fn.node.cfg.Registry, name)
 	}
-	return 0
+	return promtest.Sum(t, fn.node.cfg.Registry, name, "result", result)
 }
 
 // TestMembersFileAtStart: at start, a members file that does not parse refuses the config.

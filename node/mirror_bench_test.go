@@ -19,6 +19,7 @@ import (
 
 	"github.com/histor-observer/histor/crawl"
 	"github.com/histor-observer/histor/crawl/registry/registrytest"
+	"github.com/histor-observer/histor/internal/promset/promtest"
 	"github.com/histor-observer/histor/log/mtl"
 	"github.com/histor-observer/histor/node/peers"
 )
@@ -167,16 +168,8 @@ func viewsComplete(nodes []*benchObserver, fleet *benchFleet, n int) bool {
 func nodesMirrored(tb testing.TB, nodes []*benchObserver) [2]float64 {
 	var out [2]float64
 	for _, bn := range nodes {
-		mfs, err := bn.reg.Gather()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, mf := range mfs {
-			for i, name := range []string{"histor_mirror_entries_total", "histor_mirror_bundle_bytes_total"} {
-				if mf.GetName() == name {
-					out[i] += mf.Metric[0].GetCounter().GetValue()
-				}
-			}
+		for i, name := range []string{"histor_mirror_entries_total", "histor_mirror_bundle_bytes_total"} {
+			out[i] += promtest.Sum(tb, bn.reg, name)
 		}
 	}
 	return out

@@ -213,36 +213,6 @@ func checkCosigned(t testing.TB, l *testLog, checkpoint, answer []byte) {
 	}
 }
 
-// metricSum is the sum of a counter or gauge family's series on reg whose labels include
-// want.
-func metricSum(t testing.TB, reg *prometheus.Registry, name string, want ...string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for i := 0; i+1 < len(want); i += 2 {
-				found := false
-				for _, lp := range m.GetLabel() {
-					found = found || lp.GetName() == want[i] && lp.GetValue() == want[i+1]
-				}
-				if !found {
-					continue series
-				}
-			}
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return sum
-}
-
 // requestLocked is request for concurrent callers: the tree is grown already, but x/mod's
 // prover and signer are called under mu to keep the test log's own state simple.
 func (l *testLog) requestLocked(mu *sync.Mutex, t testing.TB, m, n int64) []byte {

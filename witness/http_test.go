@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/histor-observer/histor/internal/promset/promtest"
 	"github.com/histor-observer/histor/witness"
 )
 
@@ -48,7 +49,7 @@ func TestHandler(t *testing.T) {
 	if resp, _ = post(t, srv, huge); resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("oversized body: %d", resp.StatusCode)
 	}
-	if got := metricSum(t, tw.reg, "histor_witness_add_checkpoint_requests_total", "result", "too_large"); got != 1 {
+	if got := promtest.Sum(t, tw.reg, "histor_witness_add_checkpoint_requests_total", "result", "too_large"); got != 1 {
 		t.Fatalf("too_large counted %v", got)
 	}
 	get, err := srv.Client().Get(srv.URL + "/add-checkpoint")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/histor-observer/histor/internal/faultfs"
 	"github.com/histor-observer/histor/internal/pebbledb"
+	"github.com/histor-observer/histor/internal/promset/promtest"
 	"github.com/histor-observer/histor/witness"
 )
 
@@ -123,7 +124,7 @@ func (s *storeFault) run(inj faultfs.Injector) {
 		t.Fatalf("Stopped is %v after the first failure %v", stopped, s.failed)
 	}
 	want := map[bool]float64{false: 0, true: 1}[stopped != nil]
-	if got := metricSum(t, reg, "histor_witness_stopped"); got != want {
+	if got := promtest.Sum(t, reg, "histor_witness_stopped"); got != want {
 		t.Fatalf("histor_witness_stopped is %v, want %v", got, want)
 	}
 	if err := w.Close(); err != nil && !faultfs.IsFault(err) {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/histor-observer/histor/internal/promset/promtest"
 	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/witness"
@@ -108,7 +109,7 @@ func TestStatusCodes(t *testing.T) {
 	}
 	for result, want := range map[string]float64{"malformed": 11, "bad_signature": 2, "unknown_log": 1,
 		"conflict": 2, "inconsistent": 4, "cosigned": 3, "error": 0} {
-		if got := metricSum(t, tw.reg, "histor_witness_add_checkpoint_requests_total", "result", result); got != want {
+		if got := promtest.Sum(t, tw.reg, "histor_witness_add_checkpoint_requests_total", "result", result); got != want {
 			t.Errorf("requests with result %s: %v, want %v", result, got, want)
 		}
 	}
@@ -261,7 +262,7 @@ func TestForkRefusedWithEvidence(t *testing.T) {
 	if st, _, _ := tw.Latest(l.origin); st.Size != 20 || st.Root != l.root(t, 20) {
 		t.Fatalf("state moved to %d", st.Size)
 	}
-	if got := metricSum(t, tw.reg, "histor_witness_forks_total"); got != 2 {
+	if got := promtest.Sum(t, tw.reg, "histor_witness_forks_total"); got != 2 {
 		t.Fatalf("forks_total %v", got)
 	}
 }
@@ -327,7 +328,7 @@ func TestFailedWriteShowsNoCosignature(t *testing.T) {
 		t.Fatalf("the failed size counted: %d %q", res.Status, res.Body)
 	}
 	tw.mustCosign(t, l.request(t, 4, 9))
-	if got := metricSum(t, tw.reg, "histor_witness_cosignatures_total"); got != 1 {
+	if got := promtest.Sum(t, tw.reg, "histor_witness_cosignatures_total"); got != 1 {
 		t.Fatalf("cosignatures_total %v", got)
 	}
 }
@@ -554,7 +555,7 @@ func TestReopenOverOneRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatalf("opening over a registry a closed witness used: %v", err)
 		}
-		if got := metricSum(t, reg, "histor_witness_stopped"); got != 0 {
+		if got := promtest.Sum(t, reg, "histor_witness_stopped"); got != 0 {
 			t.Fatalf("histor_witness_stopped = %v", got)
 		}
 		w.Close()

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/histor-observer/histor/internal/promset/promtest"
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/keys"
@@ -118,7 +118,7 @@ func TestHostileSourcesAreRefused(t *testing.T) {
 				if c.match == "tile/entries/001" && s.Size(o.did) > 256 {
 					t.Errorf("the mirror holds %d entries, past the refused bundle", s.Size(o.did))
 				}
-				if got := testutil.ToFloat64(metric(t, reg, "histor_mirror_refused_total")); got != 1 {
+				if got := promtest.Sum(t, reg, "histor_mirror_refused_total"); got != 1 {
 					t.Errorf("refusals counted: %v, want 1", got)
 				}
 				// The honest source brings the mirror all the way.
@@ -157,29 +157,6 @@ func serveHTTP(t *testing.T, src mirror.Source) *mirror.HTTPSource {
 	t.Cleanup(srv.Close)
 	return &mirror.HTTPSource{LogURL: srv.URL + "/log/", EvidenceURL: srv.URL + "/api/v1/descriptors/", Client: srv.Client()}
 }
-
-// metric is the one collector registered under name, summed over its labels.
-func metric(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
-	t.Helper()
-	return collectorFunc(func(ch chan<- prometheus.Metric) {
-		mfs, _ := reg.Gather()
-		for _, mf := range mfs {
-			if mf.GetName() != name {
-				continue
-			}
-			sum := 0.0
-			for _, m := range mf.Metric {
-				sum += m.GetCounter().GetValue()
-			}
-			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, "sum", nil, nil), prometheus.CounterValue, sum)
-		}
-	})
-}
-
-type collectorFunc func(chan<- prometheus.Metric)
-
-func (f collectorFunc) Describe(chan<- *prometheus.Desc)    {}
-func (f collectorFunc) Collect(ch chan<- prometheus.Metric) { f(ch) }
 
 // Two logs under one key and origin that part ways: the mirror of one, shown the other's
 // checkpoint, keeps self-contained evidence and follows no further.

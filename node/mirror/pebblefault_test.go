@@ -16,6 +16,7 @@ import (
 
 	"github.com/histor-observer/histor/internal/faultfs"
 	"github.com/histor-observer/histor/internal/pebbledb"
+	"github.com/histor-observer/histor/internal/promset/promtest"
 	"github.com/histor-observer/histor/node/mirror"
 )
 
@@ -58,8 +59,8 @@ func TestPebbleFaults(t *testing.T) {
 		if stopped := s.Stopped(); stopped != nil && !faultfs.IsFault(stopped) {
 			t.Fatalf("Stopped is %v, not the fault", stopped)
 		}
-		if want := map[bool]float64{false: 0, true: 1}[s.Stopped() != nil]; gauge(t, reg, "histor_mirror_stopped") != want {
-			t.Fatalf("histor_mirror_stopped is %v, want %v (stopped: %v)", gauge(t, reg, "histor_mirror_stopped"), want, s.Stopped())
+		if want := map[bool]float64{false: 0, true: 1}[s.Stopped() != nil]; promtest.Value(t, reg, "histor_mirror_stopped") != want {
+			t.Fatalf("histor_mirror_stopped is %v, want %v (stopped: %v)", promtest.Value(t, reg, "histor_mirror_stopped"), want, s.Stopped())
 		}
 		readsAcked(t, s, o, src, res.Entries, told)
 		if err == nil {
@@ -201,21 +202,6 @@ func readsAcked(t *testing.T, s *mirror.Store, o *observer, src *logSource, acke
 			t.Fatalf("the descriptor of %s, whose observation was told %v: %v", server, ok, err)
 		}
 	}
-}
-
-// gauge reads the gauge name from reg; -1 if it is not there.
-func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	return -1
 }
 
 // TestReadsDuringSync: while a batch of mirrored entries waits for its WAL sync, Pebble's

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -312,29 +311,6 @@ func logVKey(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return v
-}
-
-// counter is the series of a counter vector with one witness label.
-func counter(t testing.TB, g prometheus.Gatherer, name, witness string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.Metric {
-			for _, l := range m.Label {
-				if l.GetName() == "witness" && l.GetValue() == witness {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no series %s{witness=%q}", name, witness)
-	return 0
 }
 
 // env is a Submitter over a test log and witnesses reached through memTransport.

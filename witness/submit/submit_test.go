@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/histor-observer/histor/internal/promset/promtest"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/witness/submit"
 )
@@ -168,7 +169,7 @@ func TestSubmitInconsistentWitness(t *testing.T) {
 					if got := openCosigned(t, res.Note, e.witnesses); !slices.Equal(got, []string{e.witnesses[0].name}) {
 						t.Errorf("round %d: cosigned by %v", round, got)
 					}
-					if n := (counter(t, reg, "histor_witness_submit_inconsistencies_total", forked.name)); n != float64(round) {
+					if n := promtest.Value(t, reg, "histor_witness_submit_inconsistencies_total", "witness", forked.name); n != float64(round) {
 						t.Errorf("round %d: inconsistencies metric %v", round, n)
 					}
 				}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/histor-observer/histor/internal/promset/promtest"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/witness/submit"
 )
@@ -121,73 +122,26 @@ func TestMetrics(t *testing.T) {
 	e := newEnv(t, 2, func(c *submit.Config) { c.Registerer = reg })
 	e.witnesses[1].push(status(403, "", "text/plain"))
 	e.submit(4)
-	for _, tc := range []struct {
-		name, series string
-		want         float64
-	}{
-		{"histor_witness_submit_requests_total", `witness="w0.test/witness",code="200"`, 1},
-		{"histor_witness_submit_requests_total", `witness="w1.test/witness",code="403"`, 1},
-		{"histor_witness_submit_acknowledged_size", `witness="w0.test/witness"`, 4},
-		{"histor_witness_submit_acknowledged_size", `witness="w1.test/witness"`, 0},
-		{"histor_witness_submit_inconsistencies_total", `witness="w1.test/witness"`, 0},
-		{"histor_witness_submit_latest_size", ``, 4},
-		{"histor_witness_submit_latest_cosignatures", ``, 1},
+	all := promtest.Series(t, reg)
+	for series, want := range map[string]float64{
+		`histor_witness_submit_requests_total{code="200",witness="w0.test/witness"}`: 1,
+		`histor_witness_submit_requests_total{code="403",witness="w1.test/witness"}`: 1,
+		`histor_witness_submit_acknowledged_size{witness="w0.test/witness"}`:         4,
+		`histor_witness_submit_acknowledged_size{witness="w1.test/witness"}`:         0,
+		`histor_witness_submit_inconsistencies_total{witness="w1.test/witness"}`:     0,
+		`histor_witness_submit_latest_size`:                                          4,
+		`histor_witness_submit_latest_cosignatures`:                                  1,
+		`histor_witness_submit_seconds{result="cosigned",witness="w0.test/witness"}`: 1, // observations
+		`histor_witness_submit_seconds{result="refused",witness="w1.test/witness"}`:  1,
 	} {
-		if got := gathered(t, reg, tc.name, tc.series); got != tc.want {
-			t.Errorf("%s{%s} = %v, want %v", tc.name, tc.series, got, tc.want)
-		}
-	}
-	for _, series := range []string{`witness="w0.test/witness",result="cosigned"`, `witness="w1.test/witness",result="refused"`} {
-		if n := gathered(t, reg, "histor_witness_submit_seconds", series); n != 1 {
-			t.Errorf("histor_witness_submit_seconds{%s} counts %v", series, n)
+		if got, ok := all[series]; !ok || got != want {
+			t.Errorf("%s = %v (there: %v), want %v", series, got, ok, want)
 		}
 	}
 	e.sub.Close()
 	if _, err := submit.New(submit.Config{Origin: testOrigin, Key: logPub(), Proof: e.log.proof, Registerer: reg}); err != nil {
 		t.Errorf("registering again after Close: %v", err)
 	}
-}
-
-// gathered is the value of one series, given as its labels in order.
-func gathered(t testing.TB, g prometheus.Gatherer, name, labels string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.Metric {
-			var ls []string
-			for _, l := range m.Label {
-				ls = append(ls, l.GetName()+"="+`"`+l.GetValue()+`"`)
-			}
-			if !sameLabels(ls, labels) {
-				continue
-			}
-			if m.Counter != nil {
-				return m.Counter.GetValue()
-			}
-			if m.Histogram != nil {
-				return float64(m.Histogram.GetSampleCount())
-			}
-			return m.Gauge.GetValue()
-		}
-	}
-	t.Fatalf("no series %s{%s}", name, labels)
-	return 0
-}
-
-func sameLabels(got []string, want string) bool {
-	w := []string{}
-	if want != "" {
-		w = strings.Split(want, ",")
-	}
-	slices.Sort(w)
-	slices.Sort(got)
-	return slices.Equal(got, w)
 }
 
 // TestLoopback runs the Submitter against witnesses on real loopback sockets with its own
