@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,9 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/histor-observer/histor/log/awr"
-	"github.com/histor-observer/histor/log/receipt"
 	"github.com/histor-observer/histor/node/receipts"
+	"github.com/histor-observer/histor/node/receipts/receiptstest"
 )
 
 // The receipts log itself is tested in node/receipts; these tests check
@@ -34,17 +31,10 @@ type receiptsNode struct {
 	srv  *httptest.Server
 }
 
-func testKey(label string) ed25519.PrivateKey {
-	seed := sha256.Sum256([]byte(label))
-	return ed25519.NewKeyFromSeed(seed[:])
-}
-
-func didOf(k ed25519.PrivateKey) string { return awr.DIDKey(k.Public().(ed25519.PublicKey)) }
-
 func newReceiptsNode(t *testing.T, issuers ...string) *receiptsNode {
-	rn := &receiptsNode{t: t, dir: t.TempDir(), hub: testKey("hub")}
+	rn := &receiptsNode{t: t, dir: t.TempDir(), hub: receiptstest.Key("hub")}
 	if issuers == nil {
-		issuers = []string{didOf(rn.hub)}
+		issuers = []string{receiptstest.DID(rn.hub)}
 	}
 	rn.open(issuers)
 	t.Cleanup(rn.close)
@@ -82,48 +72,20 @@ func (rn *receiptsNode) do(method, path string, body []byte) (int, http.Header, 
 	return resp.StatusCode, resp.Header, b
 }
 
-func receiptSRI(n int) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "receipt-%d", n))
-	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
-}
-
+// anchorsBody is digests anchored by key at fixedNow, one submission.
 func anchorsBody(t testing.TB, key ed25519.PrivateKey, digests ...string) []byte {
 	t.Helper()
 	var anchors []json.RawMessage
 	for _, d := range digests {
-		doc, err := receipt.SignAnchor(key, d, fixedNow())
-		if err != nil {
-			t.Fatal(err)
-		}
-		anchors = append(anchors, doc)
+		anchors = append(anchors, receiptstest.Anchor(t, key, d, fixedNow()))
 	}
-	b, _ := json.Marshal(map[string]any{"anchors": anchors})
-	return b
+	return receiptstest.Body(anchors...)
 }
 
-// verifyReceiptsSTH checks a receipts head as an outsider would: the
-// documented signed bytes written out by hand under the node's did:key.
+// verifyReceiptsSTH checks a receipts head as an outsider would, under the node's did:key.
 func (rn *receiptsNode) verifyReceiptsSTH(doc []byte) (size uint64) {
 	rn.t.Helper()
-	var s struct {
-		Type, Log, RootHash, Timestamp string
-		TreeSize                       uint64
-		Signature                      struct{ Value string }
-	}
-	if err := json.Unmarshal(doc, &s); err != nil {
-		rn.t.Fatalf("head %s: %v", doc, err)
-	}
-	if s.Type != "histor.receipts-sth/v1" || s.Log != rn.node.DID() {
-		rn.t.Fatalf("head type %q log %q, want the node's %s", s.Type, s.Log, rn.node.DID())
-	}
-	msg := fmt.Sprintf(`{"log":"%s","rootHash":"%s","timestamp":"%s","treeSize":%d,"type":"histor.receipts-sth/v1"}`,
-		s.Log, s.RootHash, s.Timestamp, s.TreeSize)
-	sig, err := base64.RawURLEncoding.DecodeString(s.Signature.Value)
-	pub, perr := awr.ParseDIDKey(s.Log)
-	if err != nil || perr != nil || !ed25519.Verify(pub, []byte(msg), sig) {
-		rn.t.Fatalf("head signature does not verify over %s", msg)
-	}
-	return s.TreeSize
+	return receiptstest.VerifySTH(rn.t, doc, rn.node.DID()).TreeSize
 }
 
 // TestReceiptsPart: the node's receipts log is served at its routes, signs
@@ -136,7 +98,7 @@ func TestReceiptsPart(t *testing.T) {
 		t.Fatalf("empty log head: %d %s", status, body)
 	}
 	labels := rn.node.Log().Size()
-	status, _, body := rn.do(http.MethodPost, "/api/v1/receipts/anchors", anchorsBody(t, rn.hub, receiptSRI(0), receiptSRI(1), receiptSRI(2)))
+	status, _, body := rn.do(http.MethodPost, "/api/v1/receipts/anchors", anchorsBody(t, rn.hub, receiptstest.Digest(0), receiptstest.Digest(1), receiptstest.Digest(2)))
 	var ans struct {
 		Results []map[string]any
 		STH     json.RawMessage
@@ -150,7 +112,7 @@ func TestReceiptsPart(t *testing.T) {
 	if got := rn.node.Log().Size(); got != labels {
 		t.Fatalf("label log size %d after anchoring, want %d: the trees are apart", got, labels)
 	}
-	q := url.Values{"digest": {receiptSRI(1)}, "tree_size": {"3"}}
+	q := url.Values{"digest": {receiptstest.Digest(1)}, "tree_size": {"3"}}
 	if status, _, body := rn.do(http.MethodGet, "/api/v1/receipts/proof?"+q.Encode(), nil); status != 200 || !strings.Contains(string(body), `"leaf_index":1,`) {
 		t.Fatalf("proof: %d %s", status, body)
 	}
@@ -168,7 +130,7 @@ func TestReceiptsPart(t *testing.T) {
 	if status, _, after := rn.do(http.MethodGet, "/api/v1/receipts/sth", nil); status != 200 || !bytes.Equal(before, after) {
 		t.Fatalf("head across a restart: %d\n%s\n%s", status, before, after)
 	}
-	status, _, body = rn.do(http.MethodPost, "/api/v1/receipts/anchors", anchorsBody(t, rn.hub, receiptSRI(3)))
+	status, _, body = rn.do(http.MethodPost, "/api/v1/receipts/anchors", anchorsBody(t, rn.hub, receiptstest.Digest(3)))
 	if status != 503 || string(body) != `{"detail":"the receipts log accepts no issuers on this instance"}` {
 		t.Fatalf("no issuers: %d %s", status, body)
 	}
@@ -193,7 +155,7 @@ func TestReceiptsConsistencyShared(t *testing.T) {
 // TestReceiptIssuersChecked: Config refuses ReceiptIssuers that are not
 // Ed25519 did:keys or that list one twice, naming the field.
 func TestReceiptIssuersChecked(t *testing.T) {
-	hub := didOf(testKey("hub"))
+	hub := receiptstest.DID(receiptstest.Key("hub"))
 	for _, tc := range []struct {
 		issuers []string
 		want    string

@@ -2,6 +2,7 @@ package receipts
 
 import (
 	"encoding/json"
+	"github.com/histor-observer/histor/node/receipts/receiptstest"
 	"net/http"
 	"testing"
 	"time"
@@ -11,8 +12,8 @@ import (
 // loopback HTTP, each batch checked, logged and durable under a new head
 // before its answer.
 func BenchmarkAnchorSubmit(b *testing.B) {
-	rn := &receiptsNode{t: b, dir: b.TempDir(), hub: testKey("hub"), key: testKey("log")}
-	rn.open([]string{didOf(rn.hub)})
+	rn := &receiptsNode{t: b, dir: b.TempDir(), hub: receiptstest.Key("hub"), key: receiptstest.Key("log")}
+	rn.open([]string{receiptstest.DID(rn.hub)})
 	defer rn.close()
 	// Anchors must fall in the log's window, whose clock is fixedNow.
 	at := fixedNow().Add(-time.Minute)
@@ -22,10 +23,10 @@ func BenchmarkAnchorSubmit(b *testing.B) {
 		b.StopTimer()
 		batch := make([]json.RawMessage, MaxAnchorBatch)
 		for j := range batch {
-			batch[j] = anchorOf(b, rn.hub, receiptSRI(n), at)
+			batch[j] = receiptstest.Anchor(b, rn.hub, receiptstest.Digest(n), at)
 			n++
 		}
-		body := anchorsBody(batch...)
+		body := receiptstest.Body(batch...)
 		b.StartTimer()
 		if status, ans := rn.do(http.MethodPost, "/api/v1/receipts/anchors", body); status != 200 {
 			b.Fatalf("%d %s", status, ans)

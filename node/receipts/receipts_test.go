@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -27,8 +25,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/histor-observer/histor/internal/httpx/httpxtest"
-	"github.com/histor-observer/histor/log/awr"
-	"github.com/histor-observer/histor/log/receipt"
+	"github.com/histor-observer/histor/node/receipts/receiptstest"
 )
 
 // testMaxBody is the body bound the tests open the log with, the node's.
@@ -48,17 +45,10 @@ type receiptsNode struct {
 	srv *httptest.Server
 }
 
-func testKey(label string) ed25519.PrivateKey {
-	seed := sha256.Sum256([]byte(label))
-	return ed25519.NewKeyFromSeed(seed[:])
-}
-
-func didOf(k ed25519.PrivateKey) string { return awr.DIDKey(k.Public().(ed25519.PublicKey)) }
-
 func newReceiptsNode(t *testing.T, issuers ...string) *receiptsNode {
-	rn := &receiptsNode{t: t, dir: t.TempDir(), hub: testKey("hub"), key: testKey("log")}
+	rn := &receiptsNode{t: t, dir: t.TempDir(), hub: receiptstest.Key("hub"), key: receiptstest.Key("log")}
 	if issuers == nil {
-		issuers = []string{didOf(rn.hub)}
+		issuers = []string{receiptstest.DID(rn.hub)}
 	}
 	rn.open(issuers)
 	t.Cleanup(rn.close)
@@ -77,7 +67,7 @@ func (rn *receiptsNode) open(issuers []string) {
 }
 
 // did is the log's did:key, its heads' log member.
-func (rn *receiptsNode) did() string { return didOf(rn.key) }
+func (rn *receiptsNode) did() string { return receiptstest.DID(rn.key) }
 
 func (rn *receiptsNode) close() {
 	if rn.log != nil {
@@ -94,7 +84,7 @@ var serveRoutes = httpxtest.Serve
 
 func (rn *receiptsNode) reopen() {
 	rn.close()
-	rn.open([]string{didOf(rn.hub)})
+	rn.open([]string{receiptstest.DID(rn.hub)})
 }
 
 func (rn *receiptsNode) do(method, path string, body []byte) (int, []byte) {
@@ -109,25 +99,6 @@ func (rn *receiptsNode) do(method, path string, body []byte) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-func receiptSRI(n int) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "receipt-%d", n))
-	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
-}
-
-func anchorOf(t testing.TB, key ed25519.PrivateKey, digest string, at time.Time) json.RawMessage {
-	t.Helper()
-	doc, err := receipt.SignAnchor(key, digest, at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return doc
-}
-
-func anchorsBody(anchors ...json.RawMessage) []byte {
-	b, _ := json.Marshal(map[string]any{"anchors": anchors})
-	return b
-}
-
 type submitAnswer struct {
 	Results []map[string]any `json:"results"`
 	STH     json.RawMessage  `json:"sth"`
@@ -139,16 +110,16 @@ func (rn *receiptsNode) submitRange(from, to int, docs map[int]json.RawMessage) 
 	rn.t.Helper()
 	var batch []json.RawMessage
 	for i := from; i < to; i++ {
-		docs[i] = anchorOf(rn.t, rn.hub, receiptSRI(i), fixedNow())
+		docs[i] = receiptstest.Anchor(rn.t, rn.hub, receiptstest.Digest(i), fixedNow())
 		batch = append(batch, docs[i])
 	}
-	status, body := rn.do(http.MethodPost, "/api/v1/receipts/anchors", anchorsBody(batch...))
+	status, body := rn.do(http.MethodPost, "/api/v1/receipts/anchors", receiptstest.Body(batch...))
 	var ans submitAnswer
 	if status != 200 || json.Unmarshal(body, &ans) != nil {
 		rn.t.Fatalf("submit: %d %s", status, body)
 	}
 	for i, r := range ans.Results {
-		if r["status"] != "logged" || r["leaf_index"] != float64(from+i) || r["receipt_digest"] != receiptSRI(from+i) {
+		if r["status"] != "logged" || r["leaf_index"] != float64(from+i) || r["receipt_digest"] != receiptstest.Digest(from+i) {
 			rn.t.Fatalf("result %d: %v", i, r)
 		}
 	}
@@ -157,40 +128,13 @@ func (rn *receiptsNode) submitRange(from, to int, docs map[int]json.RawMessage) 
 	}
 }
 
-type testSTH struct {
-	Type      string `json:"type"`
-	Log       string `json:"log"`
-	TreeSize  uint64 `json:"treeSize"`
-	RootHash  string `json:"rootHash"`
-	Timestamp string `json:"timestamp"`
-	Signature struct {
-		Alg, VerificationMethod, Value string
-	} `json:"signature"`
-}
-
-// verifySTH checks a receipts head as an outsider would: the documented
-// signed bytes written out by hand (the JCS of every member but signature,
-// in sorted order) under the log's did:key.
-func (rn *receiptsNode) verifySTH(doc []byte) testSTH {
+// verifySTH checks a receipts head as an outsider would, under the log's did:key.
+func (rn *receiptsNode) verifySTH(doc []byte) receiptstest.STH {
 	rn.t.Helper()
-	var s testSTH
-	if err := json.Unmarshal(doc, &s); err != nil {
-		rn.t.Fatalf("head %s: %v", doc, err)
-	}
-	if s.Type != "histor.receipts-sth/v1" || s.Log != rn.did() {
-		rn.t.Fatalf("head type %q log %q", s.Type, s.Log)
-	}
-	msg := fmt.Sprintf(`{"log":"%s","rootHash":"%s","timestamp":"%s","treeSize":%d,"type":"histor.receipts-sth/v1"}`,
-		s.Log, s.RootHash, s.Timestamp, s.TreeSize)
-	sig, err := base64.RawURLEncoding.DecodeString(s.Signature.Value)
-	pub, perr := awr.ParseDIDKey(s.Log)
-	if err != nil || perr != nil || !ed25519.Verify(pub, []byte(msg), sig) {
-		rn.t.Fatalf("head signature does not verify over %s", msg)
-	}
-	return s
+	return receiptstest.VerifySTH(rn.t, doc, rn.did())
 }
 
-func (rn *receiptsNode) head(size int) testSTH {
+func (rn *receiptsNode) head(size int) receiptstest.STH {
 	rn.t.Helper()
 	status, body := rn.do(http.MethodGet, fmt.Sprintf("/api/v1/receipts/sth/%d", size), nil)
 	if status != 200 {
@@ -215,7 +159,7 @@ func unhex(t testing.TB, hs []string) [][]byte {
 // transparency-dev verifier, from the bytes the hub submitted.
 func (rn *receiptsNode) checkInclusion(i, size int, doc []byte) {
 	rn.t.Helper()
-	q := url.Values{"digest": {receiptSRI(i)}, "tree_size": {fmt.Sprint(size)}}
+	q := url.Values{"digest": {receiptstest.Digest(i)}, "tree_size": {fmt.Sprint(size)}}
 	status, body := rn.do(http.MethodGet, "/api/v1/receipts/proof?"+q.Encode(), nil)
 	var p struct {
 		Anchor    json.RawMessage `json:"anchor"`
@@ -308,8 +252,8 @@ func TestReceiptsAnchorAndProve(t *testing.T) {
 // and nothing is logged; bad submissions get HISTOR's error shape.
 func TestReceiptsRefusals(t *testing.T) {
 	rn := newReceiptsNode(t)
-	stranger := testKey("stranger")
-	good := func() json.RawMessage { return anchorOf(t, rn.hub, receiptSRI(1), fixedNow()) }
+	stranger := receiptstest.Key("stranger")
+	good := func() json.RawMessage { return receiptstest.Anchor(t, rn.hub, receiptstest.Digest(1), fixedNow()) }
 	edit := func(f func(m map[string]any)) json.RawMessage {
 		var m map[string]any
 		json.Unmarshal(good(), &m)
@@ -322,11 +266,11 @@ func TestReceiptsRefusals(t *testing.T) {
 		anchor json.RawMessage
 		reason string
 	}{
-		{"stranger", anchorOf(t, stranger, receiptSRI(2), fixedNow()), "not accepted"},
-		{"tampered", edit(func(m map[string]any) { m["receiptDigest"] = receiptSRI(3) }), "signature"},
-		{"short digest", anchorOf(t, rn.hub, "sha256-short", fixedNow()), "SRI"},
-		{"future", anchorOf(t, rn.hub, receiptSRI(2), fixedNow().Add(time.Hour)), "window"},
-		{"old", anchorOf(t, rn.hub, receiptSRI(2), fixedNow().Add(-40*24*time.Hour)), "window"},
+		{"stranger", receiptstest.Anchor(t, stranger, receiptstest.Digest(2), fixedNow()), "not accepted"},
+		{"tampered", edit(func(m map[string]any) { m["receiptDigest"] = receiptstest.Digest(3) }), "signature"},
+		{"short digest", receiptstest.Anchor(t, rn.hub, "sha256-short", fixedNow()), "SRI"},
+		{"future", receiptstest.Anchor(t, rn.hub, receiptstest.Digest(2), fixedNow().Add(time.Hour)), "window"},
+		{"old", receiptstest.Anchor(t, rn.hub, receiptstest.Digest(2), fixedNow().Add(-40*24*time.Hour)), "window"},
 		{"extra member", edit(func(m map[string]any) { m["price"] = 1 }), "exactly"},
 		{"no signature", edit(func(m map[string]any) { delete(m, "signature") }), "exactly"},
 		{"padded value", edit(func(m map[string]any) {
@@ -335,7 +279,7 @@ func TestReceiptsRefusals(t *testing.T) {
 		{"not an object", json.RawMessage(`"sha256-x"`), "not a histor.receipt-anchor/v1"},
 		{"fractional time", edit(func(m map[string]any) { m["issuedAt"] = "2026-09-23T09:13:04.5Z" }), "whole seconds"},
 	} {
-		status, body := rn.do(http.MethodPost, "/api/v1/receipts/anchors", anchorsBody(tc.anchor))
+		status, body := rn.do(http.MethodPost, "/api/v1/receipts/anchors", receiptstest.Body(tc.anchor))
 		var ans submitAnswer
 		if status != 200 || json.Unmarshal(body, &ans) != nil || len(ans.Results) != 1 {
 			t.Fatalf("%s: %d %s", tc.name, status, body)
@@ -358,7 +302,7 @@ func TestReceiptsRefusals(t *testing.T) {
 		{"empty batch", []byte(`{"anchors":[]}`), 400, "anchors must be a list of 1-100"},
 		{"no anchors", []byte(`{}`), 400, "anchors must be a list of 1-100"},
 		{"anchors not a list", []byte(`{"anchors":{"a":1}}`), 400, "anchors must be a list of 1-100"},
-		{"101 anchors", anchorsBody(many...), 400, "anchors must be a list of 1-100"},
+		{"101 anchors", receiptstest.Body(many...), 400, "anchors must be a list of 1-100"},
 		{"not JSON", []byte(`{"anchors":[`), 400, "body is not JSON"},
 		{"not an object", []byte(`[1]`), 400, "body must be a JSON object"},
 		{"too large", bytes.Repeat([]byte(" "), testMaxBody+1), 413, "body larger than 2097152 bytes"},
@@ -373,13 +317,13 @@ func TestReceiptsRefusals(t *testing.T) {
 		t.Errorf("something was logged: sth %d", status)
 	}
 	for path, want := range map[string]int{
-		"/api/v1/receipts/proof?digest=" + url.QueryEscape(receiptSRI(1)): 404,
-		"/api/v1/receipts/proof?digest=sha256-short":                      400,
-		"/api/v1/receipts/proof":                                          400,
-		"/api/v1/receipts/sth/0":                                          404,
-		"/api/v1/receipts/sth/01":                                         400,
-		"/api/v1/receipts/proof/consistency?first=2&second=1":             400,
-		"/api/v1/receipts/proof/consistency?first=1&second=1":             400,
+		"/api/v1/receipts/proof?digest=" + url.QueryEscape(receiptstest.Digest(1)): 404,
+		"/api/v1/receipts/proof?digest=sha256-short":                               400,
+		"/api/v1/receipts/proof":                                                   400,
+		"/api/v1/receipts/sth/0":                                                   404,
+		"/api/v1/receipts/sth/01":                                                  400,
+		"/api/v1/receipts/proof/consistency?first=2&second=1":                      400,
+		"/api/v1/receipts/proof/consistency?first=1&second=1":                      400,
 	} {
 		if status, body := rn.do(http.MethodGet, path, nil); status != want || !strings.HasPrefix(string(body), `{"detail":`) {
 			t.Errorf("%s: %d %s, want %d", path, status, body, want)
@@ -391,28 +335,28 @@ func TestReceiptsRefusals(t *testing.T) {
 // the issuer that anchored it first, and a digest twice in one batch is
 // logged once.
 func TestReceiptsDuplicates(t *testing.T) {
-	other := testKey("other hub")
-	rn := newReceiptsNode(t, didOf(testKey("hub")), didOf(other))
-	a := anchorOf(t, rn.hub, receiptSRI(1), fixedNow())
-	again := anchorOf(t, rn.hub, receiptSRI(1), fixedNow().Add(-time.Minute))
-	theft := anchorOf(t, other, receiptSRI(1), fixedNow())
-	status, body := rn.do(http.MethodPost, "/api/v1/receipts/anchors", anchorsBody(a, again, theft, anchorOf(t, other, receiptSRI(2), fixedNow())))
+	other := receiptstest.Key("other hub")
+	rn := newReceiptsNode(t, receiptstest.DID(receiptstest.Key("hub")), receiptstest.DID(other))
+	a := receiptstest.Anchor(t, rn.hub, receiptstest.Digest(1), fixedNow())
+	again := receiptstest.Anchor(t, rn.hub, receiptstest.Digest(1), fixedNow().Add(-time.Minute))
+	theft := receiptstest.Anchor(t, other, receiptstest.Digest(1), fixedNow())
+	status, body := rn.do(http.MethodPost, "/api/v1/receipts/anchors", receiptstest.Body(a, again, theft, receiptstest.Anchor(t, other, receiptstest.Digest(2), fixedNow())))
 	var ans submitAnswer
 	if status != 200 || json.Unmarshal(body, &ans) != nil {
 		t.Fatalf("%d %s", status, body)
 	}
 	want := []string{
-		`{"leaf_index":0,"receipt_digest":"` + receiptSRI(1) + `","status":"logged"}`,
-		`{"leaf_index":0,"receipt_digest":"` + receiptSRI(1) + `","status":"duplicate"}`,
-		`{"reason":"this digest is already anchored by another issuer","receipt_digest":"` + receiptSRI(1) + `","status":"refused"}`,
-		`{"leaf_index":1,"receipt_digest":"` + receiptSRI(2) + `","status":"logged"}`,
+		`{"leaf_index":0,"receipt_digest":"` + receiptstest.Digest(1) + `","status":"logged"}`,
+		`{"leaf_index":0,"receipt_digest":"` + receiptstest.Digest(1) + `","status":"duplicate"}`,
+		`{"reason":"this digest is already anchored by another issuer","receipt_digest":"` + receiptstest.Digest(1) + `","status":"refused"}`,
+		`{"leaf_index":1,"receipt_digest":"` + receiptstest.Digest(2) + `","status":"logged"}`,
 	}
 	for i, r := range ans.Results {
 		if got, _ := json.Marshal(r); string(got) != want[i] {
 			t.Errorf("result %d: %s, want %s", i, got, want[i])
 		}
 	}
-	status, body = rn.do(http.MethodPost, "/api/v1/receipts/anchors", anchorsBody(again, theft))
+	status, body = rn.do(http.MethodPost, "/api/v1/receipts/anchors", receiptstest.Body(again, theft))
 	if !strings.Contains(string(body), `"status":"duplicate"`) || !strings.Contains(string(body), "another issuer") || !strings.Contains(string(body), `"treeSize":2`) {
 		t.Errorf("resubmission: %d %s", status, body)
 	}
@@ -424,7 +368,7 @@ func TestReceiptsNoIssuers(t *testing.T) {
 	rn := newReceiptsNode(t, []string{}...)
 	rn.close()
 	rn.open(nil)
-	status, body := rn.do(http.MethodPost, "/api/v1/receipts/anchors", anchorsBody(anchorOf(t, rn.hub, receiptSRI(1), fixedNow())))
+	status, body := rn.do(http.MethodPost, "/api/v1/receipts/anchors", receiptstest.Body(receiptstest.Anchor(t, rn.hub, receiptstest.Digest(1), fixedNow())))
 	if status != 503 || string(body) != `{"detail":"the receipts log accepts no issuers on this instance"}` {
 		t.Fatalf("%d %s", status, body)
 	}
@@ -454,7 +398,7 @@ func TestRoutesWithoutLog(t *testing.T) {
 		{http.MethodPost, "/api/v1/receipts/anchors"},
 		{http.MethodGet, "/api/v1/receipts/sth"},
 		{http.MethodGet, "/api/v1/receipts/sth/1"},
-		{http.MethodGet, "/api/v1/receipts/proof?digest=" + url.QueryEscape(receiptSRI(1))},
+		{http.MethodGet, "/api/v1/receipts/proof?digest=" + url.QueryEscape(receiptstest.Digest(1))},
 		{http.MethodGet, "/api/v1/receipts/proof/consistency?first=1&second=1"},
 	} {
 		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(`{"anchors":[]}`))
@@ -474,7 +418,7 @@ func TestRoutesWithoutLog(t *testing.T) {
 // one listed twice and a body bound that is not positive, and creates
 // nothing then.
 func TestOpenRefuses(t *testing.T) {
-	hub := didOf(testKey("hub"))
+	hub := receiptstest.DID(receiptstest.Key("hub"))
 	for _, tc := range []struct {
 		name    string
 		issuers []string
@@ -486,8 +430,8 @@ func TestOpenRefuses(t *testing.T) {
 		{"no body bound", []string{hub}, 0, "MaxBodyBytes must be positive"},
 	} {
 		dir := filepath.Join(t.TempDir(), "receipts")
-		key := testKey("log")
-		l, err := Open(context.Background(), Config{Dir: dir, Origin: "test.example/log/receipts", Key: key, DID: didOf(key),
+		key := receiptstest.Key("log")
+		l, err := Open(context.Background(), Config{Dir: dir, Origin: "test.example/log/receipts", Key: key, DID: receiptstest.DID(key),
 			Issuers: tc.issuers, MaxClients: 10, MaxBodyBytes: tc.max})
 		if err == nil {
 			l.Close()
@@ -504,7 +448,7 @@ func TestOpenRefuses(t *testing.T) {
 	if err := CheckIssuers([]string{hub, "x", hub}); !errors.As(err, &ie) || ie.Index != 1 || ie.Twice || ie.Err == nil {
 		t.Errorf("CheckIssuers: %v", err)
 	}
-	if err := CheckIssuers([]string{hub, didOf(testKey("other"))}); err != nil {
+	if err := CheckIssuers([]string{hub, receiptstest.DID(receiptstest.Key("other"))}); err != nil {
 		t.Errorf("CheckIssuers of two did:keys: %v", err)
 	}
 }

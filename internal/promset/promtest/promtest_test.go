@@ -1,12 +1,12 @@
 package promtest
 
 import (
-	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/internal/tbfail"
 )
 
 func registry(t *testing.T) *prometheus.Registry {
@@ -66,30 +66,6 @@ func TestSum(t *testing.T) {
 	}
 }
 
-// fatal records the first Fatalf and ends the goroutine as testing's does.
-type fatal struct {
-	testing.TB
-	msg string
-}
-
-func (f *fatal) Helper() {}
-func (f *fatal) Fatalf(format string, args ...any) {
-	f.msg = fmt.Sprintf(format, args...)
-	runtime.Goexit()
-}
-
-// failure runs fn against a recorder and returns what it failed with ("" if it did not).
-func failure(t *testing.T, fn func(testing.TB)) string {
-	f := &fatal{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn(f)
-	}()
-	<-done
-	return f.msg
-}
-
 func TestValue(t *testing.T) {
 	reg := registry(t)
 	for _, tc := range []struct {
@@ -103,7 +79,7 @@ func TestValue(t *testing.T) {
 		{"took_seconds", nil, 2},
 	} {
 		var v float64
-		if msg := failure(t, func(tb testing.TB) { v = Value(tb, reg, tc.name, tc.labels...) }); msg != "" || v != tc.want {
+		if msg := tbfail.Message(t, func(tb testing.TB) { v = Value(tb, reg, tc.name, tc.labels...) }); msg != "" || v != tc.want {
 			t.Errorf("Value(%s, %q) = %v, failed %q; want %v", tc.name, tc.labels, v, msg, tc.want)
 		}
 	}
@@ -117,15 +93,15 @@ func TestValue(t *testing.T) {
 		{"absent", nil, `0 series of absent`},
 		{"runs_total", []string{"result"}, "not name, value pairs"},
 	} {
-		msg := failure(t, func(tb testing.TB) { Value(tb, reg, tc.name, tc.labels...) })
+		msg := tbfail.Message(t, func(tb testing.TB) { Value(tb, reg, tc.name, tc.labels...) })
 		if !strings.Contains(msg, tc.msg) {
 			t.Errorf("Value(%s, %q) failed with %q, want %q", tc.name, tc.labels, msg, tc.msg)
 		}
 	}
-	if msg := failure(t, func(tb testing.TB) { Value(tb, reg, "absent") }); !strings.Contains(msg, `size`) {
+	if msg := tbfail.Message(t, func(tb testing.TB) { Value(tb, reg, "absent") }); !strings.Contains(msg, `size`) {
 		t.Errorf("a series missing failed with %q, want it named with what is there", msg)
 	}
-	if msg := failure(t, func(tb testing.TB) { Sum(tb, reg, "runs_total", "result") }); msg == "" {
+	if msg := tbfail.Message(t, func(tb testing.TB) { Sum(tb, reg, "runs_total", "result") }); msg == "" {
 		t.Error("Sum with a label name and no value did not fail")
 	}
 }
