@@ -32,7 +32,7 @@ type pebbleStore struct {
 	mu      sync.Mutex
 	closed  atomic.Bool
 	readers sync.WaitGroup
-	bg      *background
+	bg      *pebbledb.Background
 	// fatal is set once Pebble's commit pipeline met a fatal error: it cannot go on, and
 	// may hold its locks for good, so close waits for it only so long.
 	fatal atomic.Bool
@@ -111,7 +111,7 @@ func applyNoSyncWait(db *pebble.DB, pb *pebble.Batch) error {
 // hold until they are flushed. Zero after close, and once a failure stopped the store: then
 // Pebble's mutex may be held for good, and Metrics would wait on it for ever.
 func (s *pebbleStore) memory() pebbledb.Mem {
-	if s.fatal.Load() || s.bg.failed() != nil || !s.enter() {
+	if s.fatal.Load() || s.bg.Err() != nil || !s.enter() {
 		return pebbledb.Mem{}
 	}
 	defer s.readers.Done()
@@ -128,7 +128,7 @@ func (s *pebbleStore) close() error {
 	if !waitGroup(&s.readers, pebbledb.FatalCloseWait) {
 		return fmt.Errorf("closing pebble: reads still under way after %s; the process's exit releases it", pebbledb.FatalCloseWait)
 	}
-	if !s.fatal.Load() && s.bg.failed() == nil {
+	if !s.fatal.Load() && s.bg.Err() == nil {
 		err := s.db.Close()
 		s.cache.Unref()
 		return err
@@ -207,7 +207,7 @@ func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
 // the MANIFEST recorded (Pebble itself reads a table only when asked, so a
 // truncated one would otherwise pass until the first unlucky read).
 func openPebble(dir string, o storeOptions, logger *slog.Logger, readOnly bool) (*pebbleStore, error) {
-	bg := newBackground(logger)
+	bg := pebbledb.NewBackground(logger)
 	db, cache, err := openPebbleDB(dir, o, logger, bg, readOnly)
 	if err != nil {
 		return nil, err
@@ -224,7 +224,7 @@ type storeOptions struct {
 	memTableBytes uint64
 }
 
-func openPebbleDB(dir string, o storeOptions, logger *slog.Logger, bg *background, readOnly bool) (db *pebble.DB, cache *pebble.Cache, err error) {
+func openPebbleDB(dir string, o storeOptions, logger *slog.Logger, bg *pebbledb.Background, readOnly bool) (db *pebble.DB, cache *pebble.Cache, err error) {
 	fs := o.fs
 	if err := checkDirShape(fs, dir, readOnly); err != nil {
 		return nil, nil, err
@@ -244,7 +244,7 @@ func openPebbleDB(dir string, o storeOptions, logger *slog.Logger, bg *backgroun
 	}()
 	opts := pebbleOptions(c, pebbledb.Logger{L: logger}, readOnly)
 	opts.FS = fs
-	opts.EventListener = bg.listener()
+	opts.EventListener = bg.Listener()
 	if o.memTableBytes > 0 {
 		opts.MemTableSize = o.memTableBytes
 	}
@@ -390,4 +390,19 @@ func pebbleOptions(cache *pebble.Cache, logger pebble.Logger, readOnly bool) *pe
 		}
 	}
 	return opts.EnsureDefaults()
+}
+
+// flushReplayed flushes the memtable Open replayed from the WAL, or returns the error of a
+// flush that failed: Pebble's own Flush would wait for ever on a flush that never succeeds.
+func flushReplayed(db *pebble.DB, b *pebbledb.Background) error {
+	done, err := db.AsyncFlush()
+	if err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-b.Failed():
+		return b.Err()
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/histor-observer/histor/internal/pebbledb"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/mtl"
 )
@@ -327,10 +328,15 @@ func (l *Log) Stopped() error { return l.failure() }
 
 // watchBackground stops the log at the first failed flush or compaction of its store,
 // until Close.
-func (l *Log) watchBackground(bg *background) {
+func (l *Log) watchBackground(bg *pebbledb.Background) {
 	select {
-	case <-bg.flushFailed:
-		l.fail("flush", bg.err)
+	case <-bg.Failed():
+		err := bg.Err()
+		op := "flush"
+		if be := (*pebbledb.BackgroundError)(nil); errors.As(err, &be) {
+			op = be.Op
+		}
+		l.fail(op, err)
 	case <-l.quit:
 	}
 }

@@ -90,16 +90,19 @@ func decodePast(b []byte) ([32]byte, []byte, error) {
 // pebbleKV is the witness's Pebble database, every commit synced.
 type pebbleKV struct {
 	db    *pebble.DB
-	guard pebbledb.Guard  // every commit; stopped by the first fatal one
+	guard pebbledb.Guard  // every commit; stopped by the first fatal one or a failed flush
 	view  *pebbledb.Acked // every read and commit: reads show only what was acknowledged
 }
 
 func openPebble(dir string, fs vfs.FS, logger *slog.Logger) (*pebbleKV, error) {
-	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(logger), FS: fs})
+	p := &pebbleKV{}
+	opts := &pebble.Options{Logger: pebbledb.Quiet(logger), FS: fs}
+	p.guard.Watch(opts, logger)
+	db, err := pebbledb.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening witness store %s: %w", dir, err)
 	}
-	p := &pebbleKV{db: db}
+	p.db = db
 	p.view = pebbledb.NewAcked(db, &p.guard)
 	return p, nil
 }

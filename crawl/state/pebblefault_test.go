@@ -103,7 +103,25 @@ func TestPebbleFaults(t *testing.T) {
 			}
 			return nil
 		},
+		// The flush case's fills are crawls of targets of their own, one committed at a time.
+		Fill: func(s *Store, i int) error { return s.Commit(filled(i)) },
+		Filled: func(s *Store, i int) (bool, error) {
+			want := filled(i)
+			o, err := s.Observation(want.Target.ID)
+			return err == nil && o != nil && o.ToolSetDigest == want.Observation.ToolSetDigest, err
+		},
 	})
+}
+
+// filled is the crawl of target i of the flush case's fills.
+func filled(i int) Update {
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	tg := Target{Target: registry.Target{ID: fmt.Sprintf("f%015x", i), Name: fmt.Sprintf("io.example/fill-%d", i),
+		Endpoint: fmt.Sprintf("https://fill-%d.example/mcp", i)}, Status: "ok", LastCrawled: at}
+	d := fmt.Sprintf("sha256-fill%d", i)
+	return Update{Target: &tg,
+		Observation: &Observation{TargetID: tg.ID, Status: "ok", ObservedAt: at, ToolSetDigest: d, Attempts: 1},
+		Span:        &Span{TargetID: tg.ID, From: at, Until: at, Count: 1, Status: "ok", ToolSetDigest: d}}
 }
 
 // dumpState is everything the crawl state's readers read of ids, a line a record: targets,

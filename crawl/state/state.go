@@ -204,7 +204,7 @@ type Run struct {
 // Store is an open state database. It is safe for concurrent use.
 type Store struct {
 	db    *pebble.DB
-	guard pebbledb.Guard // every synced write; stopped by the first fatal one
+	guard pebbledb.Guard // every synced write; stopped by the first fatal one or a failed flush
 	// view is every read and every commit: reads show only what a commit acknowledged
 	// (Pebble's own show a batch in flight, and one whose sync failed).
 	view   *pebbledb.Acked
@@ -227,11 +227,14 @@ func OpenFS(fsys vfs.FS, dir string, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(logger), FS: fsys})
+	s := &Store{logger: logger}
+	opts := &pebble.Options{Logger: pebbledb.Quiet(logger), FS: fsys}
+	s.guard.Watch(opts, logger)
+	db, err := pebbledb.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening crawl state %s: %w", dir, err)
 	}
-	s := &Store{db: db, logger: logger}
+	s.db = db
 	s.view = pebbledb.NewAcked(db, &s.guard)
 	return s, nil
 }

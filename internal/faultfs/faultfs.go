@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -289,4 +290,33 @@ func (f *Full) Used() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.used
+}
+
+// Matching fails every call of its kinds (none: every kind) on a path that ends in Suffix:
+// with ".sst", a disk on which Pebble can write its WAL but no table, so every flush and
+// compaction fails while commits go on.
+type Matching struct {
+	Suffix string
+	Kinds  []Op
+
+	mu    sync.Mutex
+	fired int
+}
+
+// Inject implements Injector.
+func (m *Matching) Inject(op Op, path string, _ int) error {
+	if !strings.HasSuffix(path, m.Suffix) || len(m.Kinds) > 0 && !slices.Contains(m.Kinds, op) {
+		return nil
+	}
+	m.mu.Lock()
+	m.fired++
+	m.mu.Unlock()
+	return ErrInjected
+}
+
+// Fired is how many calls m failed.
+func (m *Matching) Fired() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fired
 }

@@ -226,3 +226,30 @@ func TestHold(t *testing.T) {
 		t.Fatalf("a sync after the held one: %v", err)
 	}
 }
+
+// TestMatching: calls of its kinds on a path with its suffix fail, every one; others pass.
+func TestMatching(t *testing.T) {
+	m := &Matching{Suffix: ".sst", Kinds: []Op{Create}}
+	fs := Wrap(vfs.NewMem(), m)
+	for range 2 {
+		if _, err := fs.Create("000004.sst"); !errors.Is(err, ErrInjected) {
+			t.Fatalf("creating a table: %v", err)
+		}
+	}
+	f, err := fs.Create("000002.log")
+	if err != nil {
+		t.Fatalf("creating a WAL: %v", err)
+	}
+	if _, err := f.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Rename("000002.log", "000003.sst"); err != nil {
+		t.Fatalf("a rename, not a kind it fails: %v", err)
+	}
+	if m.Fired() != 2 {
+		t.Fatalf("fired %d, want 2", m.Fired())
+	}
+}

@@ -143,9 +143,12 @@ func Apply(fn func() error) (err error) {
 // write after it fails with a *StoppedError at once instead of entering a commit pipeline
 // that cannot go on (it would wait for ever). Reads are not its business. The zero Guard is
 // ready; it is safe for concurrent use.
+//
+// Watch has a Guard stop at a failed flush or compaction too.
 type Guard struct{ first atomic.Pointer[error] }
 
-// Apply runs fn as Apply does, unless a fatal error stopped the store before.
+// Apply runs fn as Apply does, unless a fatal error or a failed flush or compaction (Watch)
+// stopped the store before.
 func (g *Guard) Apply(fn func() error) error {
 	if first := g.first.Load(); first != nil {
 		return &StoppedError{Cause: *first}
@@ -157,7 +160,8 @@ func (g *Guard) Apply(fn func() error) error {
 	return err
 }
 
-// Stopped is the fatal error that stopped the store's writes; nil while they go on.
+// Stopped is the fatal error, or the failed flush's or compaction's *BackgroundError, that
+// stopped the store's writes; nil while they go on.
 func (g *Guard) Stopped() error {
 	if first := g.first.Load(); first != nil {
 		return *first
@@ -165,8 +169,8 @@ func (g *Guard) Stopped() error {
 	return nil
 }
 
-// StoppedError is a write refused because an earlier one met a fatal error; the store
-// takes writes again once reopened.
+// StoppedError is a write refused because an earlier one met a fatal error, or a flush or
+// compaction failed; the store takes writes again once reopened.
 type StoppedError struct{ Cause error }
 
 func (e *StoppedError) Error() string {

@@ -8,7 +8,7 @@ import (
 // BenchmarkPage reads one 100-event page out of 10,000, plain and watching
 // one server of 100.
 func BenchmarkPage(b *testing.B) {
-	s, err := Open(b.TempDir())
+	s, err := Open(b.TempDir(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func sign(t *testing.T, s Signer, target, kind string, n int) ([]byte, string) {
 
 func TestAppendPageReopen(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir)
+	s, err := Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestAppendPageReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = Open(dir); err != nil {
+	if s, err = Open(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
@@ -128,7 +128,7 @@ func TestVerifyRefusesMangled(t *testing.T) {
 }
 
 func TestMeta(t *testing.T) {
-	s, err := Open(t.TempDir())
+	s, err := Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
@@ -49,9 +50,19 @@ func TestPebbleFaults(t *testing.T) {
 		return faulttest.Step[*Store]{Name: "set " + name, Writes: true, Do: func(s *Store) error { return s.SetMeta(name, v) }}
 	}
 	again, _ := sign(t, sg, "dddddddddddddddd", KindDefinitions, 99)
+	// fills are the events the flush case appends, signed as it asks for them.
+	var fills []ev
+	fill := func(i int) ev {
+		for len(fills) <= i {
+			tg := fmt.Sprintf("%016x", len(fills)%64)
+			doc, id := sign(t, sg, tg, KindDefinitions, 1000+len(fills))
+			fills = append(fills, ev{doc, id, tg})
+		}
+		return fills[i]
+	}
 	faulttest.Run(t, faulttest.Scenario[*Store]{
 		Dir:  "events",
-		Open: func(fsys vfs.FS) (*Store, error) { return OpenFS(fsys, "events") },
+		Open: func(fsys vfs.FS) (*Store, error) { return OpenFS(fsys, "events", nil) },
 		Steps: []faulttest.Step[*Store]{
 			appendStep(evs[0], true),
 			appendStep(evs[1], true),
@@ -73,6 +84,16 @@ func TestPebbleFaults(t *testing.T) {
 				return fmt.Errorf("appended at cursor %d (fresh %v), last %d", c, fresh, s.Last())
 			}
 			return err
+		},
+		Fill: func(s *Store, i int) error {
+			e := fill(i)
+			_, _, err := s.Append(e.doc, e.id, e.target)
+			return err
+		},
+		// The fills are the only events, fill i at cursor i+1.
+		Filled: func(s *Store, i int) (bool, error) {
+			items, err := s.Page(uint64(i), 1, nil)
+			return err == nil && len(items) == 1 && items[0].Cursor == uint64(i+1) && bytes.Equal(items[0].Event, fill(i).doc), err
 		},
 	})
 }
@@ -134,7 +155,7 @@ func TestAppendAgainAfterFailedSync(t *testing.T) {
 	defer func(wait time.Duration) { pebbledb.FatalCloseWait = wait }(pebbledb.FatalCloseWait)
 	pebbledb.FatalCloseWait = 200 * time.Millisecond
 	mem, sw := vfs.NewStrictMem(), &faultfs.Switch{}
-	s, err := OpenFS(faultfs.Wrap(mem, sw), "events")
+	s, err := OpenFS(faultfs.Wrap(mem, sw), "events", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +185,7 @@ func TestAppendAgainAfterFailedSync(t *testing.T) {
 	if _, err := vfs.Clone(mem, disk, "events", "events"); err != nil {
 		t.Fatal(err)
 	}
-	after, err := OpenFS(disk, "events")
+	after, err := OpenFS(disk, "events", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

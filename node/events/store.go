@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 
@@ -42,7 +43,7 @@ type Item struct {
 // Store is an open event database. It is safe for concurrent use.
 type Store struct {
 	db    *pebble.DB
-	guard pebbledb.Guard // every synced write; stopped by the first fatal one
+	guard pebbledb.Guard // every synced write; stopped by the first fatal one or a failed flush
 	// view is every read and every commit: reads show only what a commit acknowledged
 	// (Pebble's own show a batch in flight, and one whose sync failed, whose cursor a
 	// restart would give to another event).
@@ -54,17 +55,23 @@ type Store struct {
 	appended chan struct{}
 }
 
-// Open opens (or creates) the event database in dir.
-func Open(dir string) (*Store, error) { return OpenFS(nil, dir) }
+// Open opens (or creates) the event database in dir; logger (nil: none) hears why it stopped.
+func Open(dir string, logger *slog.Logger) (*Store, error) { return OpenFS(nil, dir, logger) }
 
 // OpenFS is Open with dir on fsys; nil means the operating system's filesystem. Tests pass
 // one that fails.
-func OpenFS(fsys vfs.FS, dir string) (*Store, error) {
-	db, err := pebbledb.Open(dir, &pebble.Options{Logger: pebbledb.Quiet(nil), FS: fsys})
+func OpenFS(fsys vfs.FS, dir string, logger *slog.Logger) (*Store, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{appended: make(chan struct{})}
+	opts := &pebble.Options{Logger: pebbledb.Quiet(logger), FS: fsys}
+	s.guard.Watch(opts, logger)
+	db, err := pebbledb.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening events %s: %w", dir, err)
 	}
-	s := &Store{db: db, appended: make(chan struct{})}
+	s.db = db
 	s.view = pebbledb.NewAcked(db, &s.guard)
 	v, closer, err := db.Get([]byte(keyLast))
 	switch {

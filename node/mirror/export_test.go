@@ -1,6 +1,12 @@
 package mirror
 
-import "github.com/cockroachdb/pebble"
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+)
 
 // RawViewKeys counts the index keys of did's observations as Pebble's own reads show them,
 // past the store's acknowledged reads: a test holding a batch's sync waits on it to know the
@@ -17,4 +23,30 @@ func RawViewKeys(s *Store, did string) int {
 		n++
 	}
 	return n
+}
+
+// FillKey is the key of the flush case's fill i: a key no reader of the store looks at.
+func FillKey(i int) []byte { return fmt.Appendf(nil, "fill/%08d", i) }
+
+// Fill commits fill i, a kilobyte under FillKey, as the store commits every batch.
+func Fill(s *Store, i int) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(FillKey(i), bytes.Repeat([]byte{'f'}, 1<<10), nil); err != nil {
+		return err
+	}
+	return s.commitBatch(b)
+}
+
+// Filled says whether the store holds fill i.
+func Filled(s *Store, i int) (bool, error) {
+	v, closer, err := s.db.Get(FillKey(i))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer closer.Close()
+	return len(v) == 1<<10, nil
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/histor-observer/histor/internal/faultfs"
+	"github.com/histor-observer/histor/internal/faultfs/faulttest"
 	"github.com/histor-observer/histor/internal/pebbledb"
 	"github.com/histor-observer/histor/internal/promset/promtest"
 	"github.com/histor-observer/histor/node/mirror"
@@ -258,4 +259,18 @@ func TestReadsDuringSync(t *testing.T) {
 			readsAcked(t, s, o, src, res.Entries, told)
 		})
 	}
+}
+
+// TestFlushFails: the mirror store on a disk that takes its WAL but no table stops at the
+// first failed flush and says why, refuses later batches at once, and reopens after a crash
+// with every batch acknowledged (faulttest.FlushFails). Without it Pebble retried the flush
+// for ever and stalled the next batch that needed a new memtable for good.
+func TestFlushFails(t *testing.T) {
+	faulttest.FlushFails(t, faulttest.Scenario[*mirror.Store]{
+		Dir:    "m",
+		Open:   func(fsys vfs.FS) (*mirror.Store, error) { return mirror.Open(mirror.Config{Dir: "m", FS: fsys}) },
+		Fill:   mirror.Fill,
+		Filled: mirror.Filled,
+		Again:  func(s *mirror.Store) error { return mirror.Fill(s, 1<<30) },
+	})
 }

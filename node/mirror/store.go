@@ -92,7 +92,7 @@ func (c *Config) applyDefaults() {
 type Store struct {
 	cfg       Config
 	db        *pebble.DB
-	guard     pebbledb.Guard // every synced write; stopped by the first fatal one
+	guard     pebbledb.Guard // every synced write; stopped by the first fatal one or a failed flush
 	metrics   *metrics
 	metricSet *promset.Set
 	close     sync.Once
@@ -172,11 +172,13 @@ func Open(cfg Config) (*Store, error) {
 	if dir == "" {
 		opts.FS, dir = vfs.NewMem(), "mirror"
 	}
+	s := &Store{cfg: cfg, logs: map[string]*mlog{}, unacked: map[string]prior{}}
+	s.guard.Watch(opts, cfg.Logger)
 	db, err := pebbledb.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening mirror store: %w", err)
 	}
-	s := &Store{cfg: cfg, db: db, logs: map[string]*mlog{}, unacked: map[string]prior{}}
+	s.db = db
 	s.metrics = newMetrics(s.Stopped)
 	if err := s.load(); err != nil {
 		return nil, errors.Join(err, db.Close())

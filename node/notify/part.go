@@ -111,7 +111,7 @@ type Part struct {
 // Open opens the event store in cfg.Dir and starts the derivation loop; it
 // runs until Close, whatever becomes of ctx.
 func Open(ctx context.Context, cfg Config) (*Part, error) {
-	s, err := events.Open(cfg.Dir)
+	s, err := events.Open(cfg.Dir, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("opening the event store: %w", err)
 	}

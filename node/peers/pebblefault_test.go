@@ -1,6 +1,7 @@
 package peers_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/histor-observer/histor/gossip/wire"
 	"github.com/histor-observer/histor/internal/faultfs/faulttest"
+	hlog "github.com/histor-observer/histor/log"
+	"github.com/histor-observer/histor/log/awr"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/mtl"
 	"github.com/histor-observer/histor/node/mirror"
@@ -79,6 +82,8 @@ func TestPebbleFaults(t *testing.T) {
 		}},
 		{Name: "b leaves", Writes: true, Do: func(s *peers.Store) error { return s.SetAllowList([]string{a.did, c.did}) }},
 	}
+	// fills are the flush case's observations: a's, each of a server of its own.
+	fills := &fillObservations{o: a}
 	faulttest.Run(t, faulttest.Scenario[*peers.Store]{
 		Dir: "peers",
 		Open: func(fsys vfs.FS) (*peers.Store, error) {
@@ -93,7 +98,65 @@ func TestPebbleFaults(t *testing.T) {
 		// counts at once, even when deleting the records of the observer that left fails.
 		StoppedShowsAcked: false,
 		Again:             func(s *peers.Store) error { return s.Add(aAgain) },
+		Fill:              func(s *peers.Store, i int) error { return s.Add(fills.get(t, i).proven) },
+		Filled: func(s *peers.Store, i int) (bool, error) {
+			f := fills.get(t, i)
+			obs, err := s.Observers(f.server)
+			return err == nil && len(obs) == 1 && obs[0].DID == a.did && obs[0].Digest == f.digest, err
+		},
 	})
+}
+
+// fillObservations are an observer's observations of servers fill-0, fill-1, …, their labels
+// appended to its log in batches of fillBatch as they are asked for.
+type fillObservations struct {
+	o    *observer
+	made []fillObservation
+}
+
+type fillObservation struct {
+	server, digest string
+	proven         peers.Proven
+}
+
+const fillBatch = 256
+
+func (f *fillObservations) get(t *testing.T, i int) fillObservation {
+	t.Helper()
+	for len(f.made) <= i {
+		from := len(f.made)
+		var entries []hlog.Entry
+		var labels [][]byte
+		var obs []wire.Observation
+		for k := from; k < from+fillBatch; k++ {
+			name, ep, d := fmt.Sprintf("io.example/fill-%d", k), fmt.Sprintf("https://fill-%d.example/mcp", k), digest(fmt.Sprint("fill", k))
+			at := t0.Add(time.Duration(k) * time.Second)
+			in := awr.LabelInput{ObservedAt: at, IssuedAt: at,
+				Subject: awr.Ref{ID: "urn:awr:mtl:1:subject:sha256:" + fmt.Sprintf("%064x", k), DigestSRI: digest("subject" + d)},
+				ToolSet: awr.ToolSet{Count: 1, DigestSRI: d},
+				Server:  awr.Server{Name: name, Registry: "urn:awr:mtl:1:registry:registry.example"}}
+			signed, err := awr.IssueLabel(awr.MethodObservation, in, f.o.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := awr.Verify(signed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries = append(entries, hlog.Entry{ID: v.ID, Label: signed})
+			labels = append(labels, signed)
+			obs = append(obs, wire.Observation{Observer: f.o.did, Server: mtl.ServerID(name, ep), Endpoint: ep, Digest: d, ObservedAt: at, LabelID: v.ID})
+		}
+		first, err := f.o.log.Append(context.Background(), entries, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range obs {
+			obs[k].LeafIndex = first + uint64(k)
+			f.made = append(f.made, fillObservation{server: obs[k].Server, digest: obs[k].Digest, proven: f.o.prove(t, obs[k], labels[k])})
+		}
+	}
+	return f.made[i]
 }
 
 // dumpPeers is what the peer view holds on disk of servers, a line an observation (its

@@ -63,7 +63,7 @@ type Config struct {
 type Store struct {
 	cfg   Config
 	db    *pebble.DB
-	guard pebbledb.Guard // every synced write; stopped by the first fatal one
+	guard pebbledb.Guard // every synced write; stopped by the first fatal one or a failed flush
 	// view is every read and every commit after load: reads show only what a commit
 	// acknowledged (Pebble's own show a write in flight, and one whose sync failed).
 	view *pebbledb.Acked
@@ -111,12 +111,14 @@ func Open(cfg Config) (*Store, error) {
 	if dir == "" {
 		opts.FS, dir = vfs.NewMem(), "peers"
 	}
+	s := &Store{cfg: cfg, allowed: map[string]bool{cfg.Self: true},
+		servers: map[string]map[string]*summary{}, counts: map[string]int{}}
+	s.guard.Watch(opts, cfg.Logger)
 	db, err := pebbledb.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening peer store: %w", err)
 	}
-	s := &Store{cfg: cfg, db: db, allowed: map[string]bool{cfg.Self: true},
-		servers: map[string]map[string]*summary{}, counts: map[string]int{}}
+	s.db = db
 	for _, did := range cfg.AllowList {
 		s.allowed[did] = true
 	}

@@ -98,7 +98,7 @@ func TestRetryAfter500(t *testing.T) {
 	cfg := rc.config()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
-		s, err := events.Open(dir)
+		s, err := events.Open(dir, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func TestRestartResumes(t *testing.T) {
 	cfg := rc.config()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
-		s, err := events.Open(dir)
+		s, err := events.Open(dir, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +180,7 @@ func TestRestartResumes(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(30 * time.Second) // down for half the backoff
-		if s, err = events.Open(dir); err != nil {
+		if s, err = events.Open(dir, nil); err != nil {
 			t.Fatal(err)
 		}
 		defer s.Close()

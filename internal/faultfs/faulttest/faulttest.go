@@ -3,7 +3,8 @@
 // that met it says so with an error carrying it, never a panic or a hang; the store stops
 // and says so; every later write, the failed one tried again included, is refused at once;
 // its reads still answer; and a crash copy of what was synced reopens holding every
-// acknowledged write and nothing partial, and takes writes again.
+// acknowledged write and nothing partial, and takes writes again. A store that gives a
+// Fill is also played on a disk where Pebble's flushes fail (FlushFails).
 package faulttest
 
 import (
@@ -54,7 +55,17 @@ type Scenario[S Stoppable] struct {
 	// Again is a write after the sequence: refused at once by a stopped store, taken by the
 	// store reopened after the crash.
 	Again func(s S) error
+	// Fill, when set, is a write the store takes again and again, i counting from 0, each
+	// one new, so that Pebble's memtable fills and is flushed: Run then plays a disk that
+	// takes the WAL but no table until a flush fails (FlushFails). Filled says whether the
+	// store holds fill i.
+	Fill   func(s S, i int) error
+	Filled func(s S, i int) (bool, error)
 }
+
+// MaxFills bounds FlushFails' writes: Pebble's memtable (4 MiB unless a store sets less)
+// flushes long before.
+var MaxFills = 100_000
 
 // Bounds of the waits. A call over a failing disk that takes CallWait is taken to hang; a
 // write on a stopped store must be refused within StoppedWait.
@@ -106,6 +117,80 @@ func Run[S Stoppable](t *testing.T, sc Scenario[S]) {
 		t.Fatal("no fault stopped the store: the sweep failed nothing that mattered")
 	}
 	t.Logf("calls in the sequence: %v; %d runs stopped the store", counted, stopped)
+	if sc.Fill != nil {
+		t.Run("flush fails", func(t *testing.T) { FlushFails(t, sc) })
+	}
+}
+
+// FlushFails fills the store (Scenario.Fill) on a disk that takes the WAL but no table
+// until Pebble's flush fails, and checks what the store makes of it: the fill then is refused
+// with a *pebbledb.StoppedError for a *pebbledb.BackgroundError naming the fault, within
+// StoppedWait (never a stall that does not end); the store stops and says why; every later
+// write is refused at once; its reads show every fill acknowledged; it closes; and a crash
+// copy of the disk reopens holding every fill acknowledged, and takes writes again.
+func FlushFails[S Stoppable](t *testing.T, sc Scenario[S]) {
+	defer func(wait time.Duration) { pebbledb.FatalCloseWait = wait }(pebbledb.FatalCloseWait)
+	pebbledb.FatalCloseWait = 200 * time.Millisecond
+	mem := vfs.NewStrictMem()
+	tables := &faultfs.Matching{Suffix: ".sst", Kinds: []faultfs.Op{faultfs.Create}}
+	var s S
+	if err := faultfs.Within(CallWait, func() (err error) { s, err = sc.Open(faultfs.Wrap(mem, tables)); return err }); err != nil {
+		t.Fatalf("opening: %v", err)
+	}
+	acked := 0
+	var refused error
+	for refused == nil {
+		if acked == MaxFills {
+			t.Fatalf("%d fills and no flush failed: the store's writes never reached a table", acked)
+		}
+		start := time.Now()
+		refused = faultfs.Within(CallWait, func() error { return sc.Fill(s, acked) })
+		if refused == nil {
+			acked++
+		} else if took := time.Since(start); took > StoppedWait {
+			t.Fatalf("fill %d, at the failed flush, took %s to answer", acked, took)
+		}
+	}
+	var se *pebbledb.StoppedError
+	var be *pebbledb.BackgroundError
+	if !errors.As(refused, &se) || !errors.As(refused, &be) || !faultfs.IsFault(refused) {
+		t.Fatalf("fill %d: %v, want a *pebbledb.StoppedError for a failed flush naming the fault", acked, refused)
+	}
+	if stopped := s.Stopped(); !errors.As(stopped, &be) || !faultfs.IsFault(stopped) {
+		t.Fatalf("Stopped is %v after the failed flush", stopped)
+	}
+	start := time.Now()
+	err := faultfs.Within(CallWait, func() error { return sc.Again(s) })
+	refusedAtOnce(t, "a write after the failed flush", err, time.Since(start))
+	sc.holdsFills(t, s, acked, "the stopped store")
+	if err := faultfs.Within(CallWait, s.Close); err != nil && !faultfs.IsFault(err) {
+		t.Fatalf("closing after the failed flush: %v", err)
+	}
+	mem.ResetToSyncedState()
+	disk := vfs.NewStrictMem()
+	if _, err := vfs.Clone(mem, disk, sc.Dir, sc.Dir); err != nil {
+		t.Fatalf("copying the disk: %v", err)
+	}
+	if err := faultfs.Within(CallWait, func() (err error) { s, err = sc.Open(disk); return err }); err != nil {
+		t.Fatalf("reopening after the failed flush: %v", err)
+	}
+	defer s.Close()
+	sc.holdsFills(t, s, acked, "the store reopened after a crash")
+	if err := faultfs.Within(CallWait, func() error { return sc.Again(s) }); err != nil {
+		t.Fatalf("a write on the store reopened: %v", err)
+	}
+	t.Logf("a flush failed after %d fills (%d table creations refused)", acked, tables.Fired())
+}
+
+// holdsFills fails the test unless s holds fills 0 to n-1.
+func (sc Scenario[S]) holdsFills(t *testing.T, s S, n int, what string) {
+	t.Helper()
+	for i := range n {
+		var ok bool
+		if err := faultfs.Within(CallWait, func() (err error) { ok, err = sc.Filled(s, i); return err }); err != nil || !ok {
+			t.Fatalf("%s: fill %d of the %d acknowledged: held %v, %v", what, i, n, ok, err)
+		}
+	}
 }
 
 // played is what a run did: the first step that failed (len(Steps) when none) and its error.
