@@ -11,6 +11,7 @@ import (
 
 // metrics are the histor_gossip_* series; a nil *metrics records nothing.
 type metrics struct {
+	set      *promset.Set // unregistered on Close
 	messages *prometheus.CounterVec
 	pulls    *prometheus.CounterVec
 	requests *prometheus.CounterVec
@@ -34,10 +35,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Request/response exchanges served, by protocol and status.",
 		}, []string{"protocol", "status"}),
 	}
-	if _, err := promset.Register(reg, "gossip metrics", m.messages, m.pulls, m.requests); err != nil {
+	set, err := promset.Register(reg, "gossip metrics", m.messages, m.pulls, m.requests)
+	if err != nil {
 		return nil, err
 	}
+	m.set = set
 	return m, nil
+}
+
+// unregister takes the series off the registry, so a node opened later on it registers anew.
+func (m *metrics) unregister() {
+	if m != nil {
+		m.set.Unregister()
+	}
 }
 
 func (m *metrics) message(topic string, v pubsub.ValidationResult) {

@@ -80,6 +80,7 @@ func New(cfg Config) (*Node, error) {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if n.host = c.Host; n.host == nil {
 		if n.host, err = n.buildHost(); err != nil {
+			met.unregister()
 			return nil, fmt.Errorf("building libp2p host: %w", err)
 		}
 		n.ownHost = true
@@ -152,6 +153,7 @@ func (n *Node) Close() error {
 			err = n.host.Close()
 		}
 		n.wg.Wait()
+		n.metrics.unregister()
 	})
 	return err
 }
