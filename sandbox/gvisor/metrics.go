@@ -1,13 +1,13 @@
 package gvisor
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/histor-observer/histor/internal/promset"
 )
 
 type metrics struct {
+	set     *promset.Set // unregistered by Runtime.Close
 	runs    *prometheus.CounterVec
 	seconds prometheus.Histogram
 	swept   prometheus.Counter
@@ -26,16 +26,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "histor_gvisor_swept_total", Help: "Stale sandboxes and cgroups removed by sweeps.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
+	set, err := promset.Register(reg, "gvisor metrics", m.runs, m.seconds, m.swept)
+	if err != nil {
+		return nil, err
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.seconds, m.swept} {
-		if err := reg.Register(c); err != nil {
-			var dup prometheus.AlreadyRegisteredError
-			if !errors.As(err, &dup) {
-				return nil, fmt.Errorf("registering gvisor metrics: %w", err)
-			}
-		}
-	}
+	m.set = set
 	return m, nil
+}
+
+// unregister takes the series off the registry, so one opened later on it registers anew.
+func (m *metrics) unregister() {
+	if m != nil {
+		m.set.Unregister()
+	}
 }

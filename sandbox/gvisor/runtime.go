@@ -100,21 +100,32 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.version, err = r.Version(ctx); err != nil {
-		return nil, err
-	}
-	if r.version.Release < MinRelease {
-		return nil, &TooOldError{Version: r.version}
-	}
-	if err := os.MkdirAll(r.state, 0o700); err != nil {
-		return nil, fmt.Errorf("creating runsc state directory: %w", err)
-	}
-	if err := r.Sweep(ctx); err != nil {
+	if err := r.start(ctx); err != nil {
+		r.Close()
 		return nil, err
 	}
 	r.log.Info("gvisor runtime ready", "runsc", r.runsc, "version", r.version.Version, "platform", r.platform)
 	return r, nil
 }
+
+// start checks runsc's version, makes the state directory and sweeps what a runtime before
+// left behind.
+func (r *Runtime) start(ctx context.Context) (err error) {
+	if r.version, err = r.Version(ctx); err != nil {
+		return err
+	}
+	if r.version.Release < MinRelease {
+		return &TooOldError{Version: r.version}
+	}
+	if err := os.MkdirAll(r.state, 0o700); err != nil {
+		return fmt.Errorf("creating runsc state directory: %w", err)
+	}
+	return r.Sweep(ctx)
+}
+
+// Close takes the runtime's series off its registry, so a runtime made later on it
+// registers anew. Sandboxes still running are each ended by their own run.
+func (r *Runtime) Close() { r.metrics.unregister() }
 
 func newRuntime(cfg Config) (*Runtime, error) {
 	bin := cfg.Runsc

@@ -8,6 +8,7 @@ import (
 )
 
 type metrics struct {
+	set          *promset.Set // unregistered by Observer.Close
 	observations *prometheus.CounterVec
 	seconds      *prometheus.HistogramVec
 	running      prometheus.Gauge
@@ -26,10 +27,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "histor_sandbox_observations_running", Help: "Observations holding a slot now.",
 		}),
 	}
-	if _, err := promset.Register(reg, "observer metrics", m.observations, m.seconds, m.running); err != nil {
+	set, err := promset.Register(reg, "observer metrics", m.observations, m.seconds, m.running)
+	if err != nil {
 		return nil, err
 	}
+	m.set = set
 	return m, nil
+}
+
+// unregister takes the series off the registry, so one opened later on it registers anew.
+func (m *metrics) unregister() {
+	if m != nil {
+		m.set.Unregister()
+	}
 }
 
 func (m *metrics) stage(s sandbox.Stage) { m.seconds.WithLabelValues(s.Name).Observe(s.Seconds) }

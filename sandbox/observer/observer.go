@@ -137,6 +137,13 @@ func (o *Observer) Limits() sandbox.Limits { return o.cfg.Limits }
 // Close sweeps what the runtime may have left. Observations still running
 // are the caller's to end first (cancel their contexts).
 func (o *Observer) Close() error {
+	defer o.metrics.unregister()
+	if o.pool != nil {
+		defer o.pool.Close()
+	}
+	if o.runtime != nil {
+		defer o.runtime.Close()
+	}
 	if o.runtime == nil { // New failed before the runtime started
 		return o.inst.release()
 	}

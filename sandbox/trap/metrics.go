@@ -8,6 +8,7 @@ import (
 
 // metrics are shared by a Pool's networks. Nil fields are never touched.
 type metrics struct {
+	set        *promset.Set           // unregistered by Pool.Close
 	records    *prometheus.CounterVec // by protocol
 	overloaded prometheus.Counter
 	handlers   prometheus.Gauge
@@ -25,8 +26,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "histor_trap_handlers", Help: "TCP trap handlers running now, all networks.",
 		}),
 	}
-	if _, err := promset.Register(reg, "trap metrics", m.records, m.overloaded, m.handlers); err != nil {
+	set, err := promset.Register(reg, "trap metrics", m.records, m.overloaded, m.handlers)
+	if err != nil {
 		return nil, err
 	}
+	m.set = set
 	return m, nil
+}
+
+// unregister takes the series off the registry, so one opened later on it registers anew.
+func (m *metrics) unregister() {
+	if m != nil {
+		m.set.Unregister()
+	}
 }

@@ -118,6 +118,10 @@ func (c *Config) fill() error {
 // CAFile is the host path of the trap CA certificate.
 func (p *Pool) CAFile() string { return p.cfg.CAFile }
 
+// Close takes the pool's series off its registry, so a pool made later on it registers
+// anew. The networks it handed out are each closed by their own Close.
+func (p *Pool) Close() { p.metrics.unregister() }
+
 // CACertPEM is the trap CA certificate.
 func (p *Pool) CACertPEM() []byte { return p.ca.pem }
 
