@@ -21,7 +21,8 @@ func TestAdminCrawl(t *testing.T) {
 	}{
 		{"no token configured", "", "anything", false, 503, `{"detail":"operator token not configured"}`},
 		{"missing token", "s3cret", "", false, 401, `{"detail":"operator token required"}`},
-		{"wrong token", "s3cret", "s3cre", false, 401, `{"detail":"operator token required"}`},
+		{"shorter token", "s3cret", "s3cre", false, 401, `{"detail":"operator token required"}`},
+		{"wrong token of the same length", "s3cret", "s3creT", false, 401, `{"detail":"operator token required"}`},
 		{"longer token", "s3cret", "s3cret!", false, 401, `{"detail":"operator token required"}`},
 		{"started", "s3cret", "s3cret", false, 202, `{"started":true,"runningSince":"2026-09-23T09:00:00Z"}`},
 		{"already running", "s3cret", "s3cret", true, 409, `{"started":false,"runningSince":"2026-09-23T09:00:00Z"}`},

@@ -206,7 +206,7 @@ type PlaceholderUse struct {
 // send is "unknown", never "lost".
 type VersionFacts struct {
 	Provenance     string            `json:"provenance"` // present, absent, unknown
-	Publisher      string            `json:"publisher"`  // name or trusted publisher id; "unknown"
+	Publisher      string            `json:"publisher"`  // name, or "oidc publisher: ID" for a version npm published through trusted publishing; "unknown"
 	InstallScripts []string          `json:"installScripts"`
 	Dependencies   map[string]string `json:"dependencies"`
 	Previous       string            `json:"previous,omitempty"` // the version compared against

@@ -40,6 +40,18 @@ func TestSelf(t *testing.T) {
 		"http://localhost:" + strconv.Itoa(int(self.Port())) + "/mcp",
 		"http://127.0.0.2:" + strconv.Itoa(int(self.Port())) + "/mcp",
 		"https://10.0.0.1/mcp",
+		// the other non-global ranges, at the own port
+		"http://192.168.1.1:" + strconv.Itoa(int(self.Port())) + "/mcp",
+		"http://172.16.0.1:" + strconv.Itoa(int(self.Port())) + "/mcp",
+		"http://169.254.169.254/mcp",
+		"http://100.64.0.1:" + strconv.Itoa(int(self.Port())) + "/mcp",
+		"http://0.0.0.0:" + strconv.Itoa(int(self.Port())) + "/mcp",
+		"http://[::1]:" + strconv.Itoa(int(self.Port())) + "/mcp",
+		"http://[fd00::1]:" + strconv.Itoa(int(self.Port())) + "/mcp",
+		"http://[fe80::1]:" + strconv.Itoa(int(self.Port())) + "/mcp",
+		"http://[::ffff:127.0.0.2]:" + strconv.Itoa(int(self.Port())) + "/mcp", // a neighbour, IPv4-mapped
+		"http://[::ffff:10.0.0.1]/mcp",
+		"http://[::ffff:169.254.169.254]/mcp",
 	} {
 		_, err := g.Check(context.Background(), u)
 		var pe *PolicyError
@@ -47,6 +59,10 @@ func TestSelf(t *testing.T) {
 		if !errors.As(err, &pe) && !errors.As(err, &be) {
 			t.Errorf("%s: %v, want refused", u, err)
 		}
+	}
+	// The own address spelt IPv4-mapped is the same socket, and passes as it does.
+	if _, err := g.Check(context.Background(), "http://[::ffff:127.0.0.1]:"+strconv.Itoa(int(self.Port()))+"/mcp"); err != nil {
+		t.Errorf("the own address, IPv4-mapped: %v", err)
 	}
 	// Without Self, the own address is refused like any loopback address.
 	if _, err := newGuard(t, Config{}).Check(context.Background(), own); err == nil {

@@ -73,8 +73,9 @@ func (v *npmVersion) facts() sandbox.VersionFacts {
 	return f
 }
 
-// npmPublisher is _npmUser.trustedPublisher.id, shown as "trusted
-// publisher: <id>", else _npmUser.name; never an e-mail address.
+// npmPublisher is _npmUser.trustedPublisher.id (the CI identity npm's trusted publishing
+// took the version from), shown as "oidc publisher: <id>" (the words we render never call a
+// package trusted), else _npmUser.name; never an e-mail address.
 func npmPublisher(raw json.RawMessage) string {
 	var u struct {
 		Name             string `json:"name"`
@@ -86,7 +87,7 @@ func npmPublisher(raw json.RawMessage) string {
 		return Unknown
 	}
 	if id := strings.TrimSpace(u.TrustedPublisher.ID); id != "" {
-		return clip("trusted publisher: "+id, 100)
+		return clip("oidc publisher: "+id, 100)
 	}
 	if name := strings.TrimSpace(u.Name); name != "" && !strings.Contains(name, "@") {
 		return clip(name, 100)
