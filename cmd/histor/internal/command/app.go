@@ -165,7 +165,7 @@ func usagePlaceholder(usage string) string {
 	return name
 }
 
-// checkPathFlags refuses a FILE or DIR flag whose value starts with "-": in "--rootfs
+// checkPathFlags refuses a FILE, DIR or PATH flag whose value starts with "-": in "--rootfs
 // --skip-root-check" the next flag was taken as the path, and a folder of that name was made.
 // A path that really starts with "-" can be given as ./-name.
 func checkPathFlags(c *cli.Context, flags []cli.Flag) error {
@@ -175,12 +175,15 @@ func checkPathFlags(c *cli.Context, flags []cli.Flag) error {
 			continue
 		}
 		placeholder := usagePlaceholder(df.GetUsage())
-		if placeholder != "FILE" && placeholder != "DIR" {
+		if placeholder != "FILE" && placeholder != "DIR" && placeholder != "PATH" {
 			continue
 		}
 		name := f.Names()[0]
-		if v := c.String(name); strings.HasPrefix(v, "-") {
-			return usageError(fmt.Errorf("--%s %q: a %s that starts with \"-\" looks like a flag given no value; write ./%s if it is meant", name, v, placeholder, v))
+		// A repeatable flag (--peer) holds each of its values; c.String reads a single one.
+		for _, v := range append(c.StringSlice(name), c.String(name)) {
+			if strings.HasPrefix(v, "-") {
+				return usageError(fmt.Errorf("--%s %q: a %s that starts with \"-\" looks like a flag given no value; write ./%s if it is meant", name, v, placeholder, v))
+			}
 		}
 	}
 	return nil

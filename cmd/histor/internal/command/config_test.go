@@ -109,6 +109,7 @@ func TestInvalidConfigIsRefusedBeforeStarting(t *testing.T) {
 		"flag as data dir":  {"serve", "--data", "--profile", "prod"},
 		"flag as rootfs":    {"sandbox", "npm:x@1.0.0", "--rootfs", "--skip-root-check"},
 		"flag as members":   {"serve", "--data", "/d", "--members", "-x"},
+		"flag as a peer":    {"serve", "--data", "/d", "--peer", "./a.json", "--peer", "-x"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -121,6 +122,9 @@ func TestInvalidConfigIsRefusedBeforeStarting(t *testing.T) {
 			}
 			if stderr == "" {
 				t.Error("nothing on stderr says what is wrong")
+			}
+			if strings.HasPrefix(name, "flag as") && !strings.Contains(stderr, "looks like a flag given no value") {
+				t.Errorf("refused for another reason: %s", stderr)
 			}
 		})
 	}
