@@ -3,6 +3,7 @@ package mirror_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -68,6 +69,18 @@ func TestPebbleFaults(t *testing.T) {
 			held = s.Size(o.did)
 		}
 		stopped = s.Stopped()
+		if stopped != nil {
+			// A sync tried again on the stopped store takes nothing more, and is answered at once.
+			before, start := s.Size(o.did), time.Now()
+			_, again := s.Sync(context.Background(), o.did, src)
+			var se *pebbledb.StoppedError
+			if again != nil && (!errors.As(again, &se) || !faultfs.IsFault(again)) {
+				t.Fatalf("a sync on the stopped store: %v, want a *pebbledb.StoppedError naming the fault", again)
+			}
+			if took := time.Since(start); took > time.Second || s.Size(o.did) != before {
+				t.Fatalf("a sync on the stopped store took %s and moved the mirror from %d to %d entries", took, before, s.Size(o.did))
+			}
+		}
 		if cerr := s.Close(); cerr != nil && !faultfs.IsFault(cerr) {
 			t.Fatalf("closing after the fault: %v", cerr)
 		}
