@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,7 +18,8 @@ import (
 // TestClockJumps runs three observers over one registry: b's clock runs an hour ahead
 // throughout; c's jumps an hour back, then two hours forward. Every crawl's observations
 // still reach every view (decided by leaf order, not by the hour their labels name), no
-// log's head goes back in size or time, every log passes fsck, and a's /network and
+// log's head goes back in size or time, each head is cosigned by the other two witnesses,
+// every log passes fsck holding every entry its last head did, and a's /network and
 // /api/v1/mirrors show b an hour ahead.
 func TestClockJumps(t *testing.T) {
 	if testing.Short() {
@@ -59,6 +61,12 @@ func TestClockJumps(t *testing.T) {
 		}
 		took := waitFor(t, 30*time.Second, what+": every view lists every observer of every server", func() bool { return viewsComplete(nodes, fleet, n) })
 		t.Logf("%s: views complete %v after the last crawl", what, took.Round(time.Millisecond))
+		// The witnesses, their nodes' clocks off too, go on cosigning each head as it grows.
+		for i, bn := range nodes {
+			waitFor(t, 30*time.Second, fmt.Sprintf("%s: observer %d's head of %d cosigned by the other two", what, i, heads[i].Size), func() bool {
+				return cosignatures(bn, heads[i].Size) >= len(nodes)-1
+			})
+		}
 	}
 	round("start")
 	offsets[2].Store(int64(-time.Hour))
@@ -101,8 +109,8 @@ func TestClockJumps(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep, err := hlog.Fsck(context.Background(), dir, nil)
-		if err != nil || len(rep.Problems) > 0 {
-			t.Errorf("observer %d's log after the jumps: %v %v", i, err, rep)
+		if err != nil || len(rep.Problems) > 0 || rep.Size < heads[i].Size {
+			t.Errorf("observer %d's log after the jumps (its last head %d): %v %+v", i, heads[i].Size, err, rep)
 		}
 	}
 }
