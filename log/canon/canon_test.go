@@ -269,3 +269,20 @@ func TestAppend(t *testing.T) {
 		}
 	}
 }
+
+// TestMarshalPlain: strings keep "<", ">" and "&" as written, unlike json.Marshal, in the
+// compact form and the indented one a command prints.
+func TestMarshalPlain(t *testing.T) {
+	v := map[string]any{"description": "<b>fetch</b> & go", "n": 1}
+	got, err := MarshalPlain(v)
+	if err != nil || string(got) != `{"description":"<b>fetch</b> & go","n":1}` {
+		t.Fatalf("MarshalPlain: %s, %v", got, err)
+	}
+	got, err = MarshalPlainIndent(v, "  ")
+	if want := "{\n  \"description\": \"<b>fetch</b> & go\",\n  \"n\": 1\n}\n"; err != nil || string(got) != want {
+		t.Fatalf("MarshalPlainIndent: %q, %v; want %q", got, err, want)
+	}
+	if _, err := MarshalPlainIndent(func() {}, "  "); err == nil {
+		t.Fatal("a func marshalled")
+	}
+}

@@ -49,6 +49,21 @@ func MarshalPlain(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
+// MarshalPlainIndent is MarshalPlain indented for a reader, each level by indent, and ending
+// in a newline: what a command prints.
+func MarshalPlainIndent(v any, indent string) ([]byte, error) {
+	b, err := MarshalPlain(v)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, b, "", indent); err != nil {
+		return nil, fmt.Errorf("indenting json: %w", err)
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes(), nil
+}
+
 // Encode writes a tree of the types Parse returns (map[string]any, []any,
 // string, bool, nil, int64; int is also accepted) as RFC 8785 bytes. It
 // refuses anything else, integers beyond ±(2^53−1) and invalid UTF-8, so

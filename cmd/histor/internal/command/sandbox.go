@@ -1,7 +1,6 @@
 package command
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
 
+	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/sandbox"
 	"github.com/histor-observer/histor/sandbox/observer"
 	"github.com/histor-observer/histor/sandbox/pkgs"
@@ -86,9 +86,10 @@ func sandboxAction(c *cli.Context, d deps) error {
 		return usageError(err)
 	}
 	if c.Bool("json") {
-		enc := json.NewEncoder(d.stdio.Out)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(obs)
+		var out []byte
+		if out, err = canon.MarshalPlainIndent(obs, "  "); err == nil {
+			_, err = d.stdio.Out.Write(out)
+		}
 	} else {
 		err = observer.WriteSummary(d.stdio.Out, obs)
 	}

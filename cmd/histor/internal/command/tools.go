@@ -2,7 +2,6 @@ package command
 
 import (
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/log/awr"
+	"github.com/histor-observer/histor/log/canon"
 	"github.com/histor-observer/histor/log/format"
 	"github.com/histor-observer/histor/log/keys"
 	"github.com/histor-observer/histor/log/mtl"
@@ -210,11 +210,11 @@ func auditResult(stdio Stdio, rep *audit.Report, err error) error {
 		fmt.Fprintf(stdio.Err, "%s: %v\n", word, err)
 		return exit(audit.ExitCode(err))
 	}
-	out, err := json.MarshalIndent(rep, "", "  ")
+	out, err := canon.MarshalPlainIndent(rep, "  ")
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("audit: printing the report: %w", err)}
 	}
-	fmt.Fprintf(stdio.Out, "%s\n", out)
+	stdio.Out.Write(out)
 	return nil
 }
 
