@@ -57,7 +57,7 @@ func (a *api) serveAdminCrawl(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, http.StatusServiceUnavailable, "no crawler")
 		return
 	}
-	started, since := a.crawls.start()
+	started, since := a.crawls.Start()
 	var runningSince *string
 	if !since.IsZero() {
 		s := since.UTC().Format(time.RFC3339)

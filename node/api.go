@@ -64,13 +64,13 @@ type api struct {
 type crawlControl interface {
 	// status: whether a crawl is running, and the error the newest one ended
 	// with (nil for none).
-	status() (running bool, lastErr *string)
-	// start begins a crawl in the background unless one is running; since
+	Status() (running bool, lastErr *string)
+	// Start begins a crawl in the background unless one is running; since
 	// is when the running one began.
-	start() (started bool, since time.Time)
-	// current: the running crawl's start and progress (nil until it has
+	Start() (started bool, since time.Time)
+	// Current: the running crawl's start and progress (nil until it has
 	// read the registry); ok false when none runs.
-	current() (since time.Time, progress *crawl.ProgressSnapshot, ok bool)
+	Current() (since time.Time, progress *crawl.ProgressSnapshot, ok bool)
 }
 
 // fail answers an error from one of the api's handlers.
@@ -97,7 +97,7 @@ func writeBody(w http.ResponseWriter, contentType string, body []byte) {
 func (a *api) serveHealth(w http.ResponseWriter, r *http.Request) {
 	running, lastErr := false, (*string)(nil)
 	if a.crawls != nil {
-		running, lastErr = a.crawls.status()
+		running, lastErr = a.crawls.Status()
 	}
 	var logErr *string
 	if err := a.log.Stopped(); err != nil {

@@ -34,13 +34,13 @@ type stubCrawls struct {
 	starts   int
 }
 
-func (s *stubCrawls) status() (bool, *string) { return s.running, s.lastErr }
+func (s *stubCrawls) Status() (bool, *string) { return s.running, s.lastErr }
 
-func (s *stubCrawls) current() (time.Time, *crawl.ProgressSnapshot, bool) {
+func (s *stubCrawls) Current() (time.Time, *crawl.ProgressSnapshot, bool) {
 	return s.since, s.progress, s.running
 }
 
-func (s *stubCrawls) start() (bool, time.Time) {
+func (s *stubCrawls) Start() (bool, time.Time) {
 	if s.running {
 		return false, s.since
 	}
@@ -168,7 +168,7 @@ func TestStatsReportsRunningCrawl(t *testing.T) {
 	nd.mu.Lock()
 	crawls := nd.crawls
 	nd.mu.Unlock()
-	crawls.stop() // waits for the crawl to end
+	crawls.Stop() // waits for the crawl to end
 	if c := stats(); c.Running || c.RunningSince != nil || string(c.Progress) != "null" {
 		t.Errorf("after the crawl: %+v %s", c, c.Progress)
 	}

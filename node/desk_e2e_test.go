@@ -97,7 +97,7 @@ func (w *deskWorld) crawl() {
 	w.mu.Lock()
 	w.clock = w.clock.Add(25 * time.Hour)
 	w.mu.Unlock()
-	sum, err := w.node.crawls.run(context.Background())
+	sum, err := w.node.crawls.Run()
 	if err != nil {
 		w.t.Fatalf("crawling: %v", err)
 	}

@@ -487,7 +487,7 @@ func (bn *benchObserver) crawl(tb testing.TB) (start time.Time) {
 		time.Sleep(time.Until(sec.Add(time.Second)))
 	}
 	start = time.Now()
-	_, err := bn.node.crawls.run(context.Background())
+	_, err := bn.node.crawls.Run()
 	bn.crawledAt = time.Now()
 	if err != nil {
 		tb.Fatalf("crawl of observer %d: %v", bn.i, err)

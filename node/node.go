@@ -25,6 +25,7 @@ import (
 	"github.com/histor-observer/histor/node/notify"
 	"github.com/histor-observer/histor/node/pkgruns"
 	"github.com/histor-observer/histor/node/receipts"
+	"github.com/histor-observer/histor/node/schedule"
 )
 
 // Version is reported by /health.
@@ -48,7 +49,7 @@ type Node struct {
 	state   *state.Store
 	cr      *crawl.Crawler
 	catalog *catalog.Catalog
-	crawls  *crawls
+	crawls  *schedule.Crawls
 	// sbx is the sandbox part (node/pkgruns); nil when it is off. Atomic so
 	// the crawl part, opened before it, can ask it for a round.
 	sbx atomic.Pointer[pkgruns.Part]
@@ -225,7 +226,7 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 	if n.cfg.CrawlInterval > 0 {
 		n.mu.Lock()
 		if n.crawls != nil {
-			n.crawls.schedule(n.cfg.CrawlInterval)
+			n.crawls.Every(n.cfg.CrawlInterval)
 		}
 		n.mu.Unlock()
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/histor-observer/histor/node/peers"
 	"github.com/histor-observer/histor/node/pkgruns"
 	"github.com/histor-observer/histor/node/receipts"
+	"github.com/histor-observer/histor/node/schedule"
 )
 
 // part is one piece the node owns. Open opens the parts in their order and
@@ -189,8 +190,8 @@ func (n *Node) closeCatalog() error {
 }
 
 func (n *Node) openCrawls(context.Context) error {
-	n.crawls = newCrawls(n.crawlAndReload(), n.state, n.cfg.Logger, n.now)
-	n.crawls.progress = n.cr.Progress
+	n.crawls = schedule.New(schedule.Config{Run: n.crawlAndReload(), Progress: n.cr.Progress,
+		State: n.state, Logger: n.cfg.Logger, Now: n.now})
 	return nil
 }
 
@@ -259,7 +260,7 @@ func (n *Node) ownPublisher() func(ctx context.Context, ids []string) {
 // closeCrawls cancels the schedule and any crawl in progress and waits for
 // them, so no crawl outlives the crawler, the state or the log.
 func (n *Node) closeCrawls() error {
-	n.crawls.stop()
+	n.crawls.Stop()
 	n.crawls = nil
 	return nil
 }

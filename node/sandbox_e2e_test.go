@@ -216,7 +216,7 @@ func TestSandboxQueueWithWorkerProcesses(t *testing.T) {
 	url := n.sbx.Load().QueueURL()
 	w1 := startWorker(t, bin, url, npm.URL, roots, d1)
 	w2 := startWorker(t, bin, url, npm.URL, roots, d2)
-	if started, _ := n.crawls.start(); !started {
+	if started, _ := n.crawls.Start(); !started {
 		t.Fatal("no crawl started")
 	}
 

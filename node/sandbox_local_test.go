@@ -42,7 +42,7 @@ func TestLocalWorkerTakesJobs(t *testing.T) {
 	if n.sbx.Load().LocalWorker() == nil {
 		t.Fatal("no local worker started")
 	}
-	if started, _ := n.crawls.start(); !started {
+	if started, _ := n.crawls.Start(); !started {
 		t.Fatal("no crawl started")
 	}
 	deadline := time.Now().Add(30 * time.Second)

@@ -30,8 +30,8 @@ func (a *api) crawlStats() views.CrawlStats {
 	if a.crawls == nil {
 		return cs
 	}
-	cs.Running, cs.LastError = a.crawls.status()
-	if since, p, ok := a.crawls.current(); ok {
+	cs.Running, cs.LastError = a.crawls.Status()
+	if since, p, ok := a.crawls.Current(); ok {
 		cs.RunningSince = views.NullTime(since)
 		if p != nil {
 			cs.Progress = &views.CrawlProgress{Done: p.Done, Of: p.Of}

@@ -166,7 +166,7 @@ func (w *world) crawl(t *testing.T, fn *fedNode) {
 	if sec := w.crawled[fn].Truncate(time.Second); !time.Now().Truncate(time.Second).After(sec) {
 		time.Sleep(time.Until(sec.Add(time.Second)))
 	}
-	_, err := fn.node.crawls.run(context.Background())
+	_, err := fn.node.crawls.Run()
 	w.crawled[fn] = time.Now()
 	if err != nil {
 		t.Fatalf("crawl of %s: %v", fn.name, err)

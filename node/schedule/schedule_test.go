@@ -1,9 +1,8 @@
-package node
+package schedule
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -53,8 +52,8 @@ func (f *fakeCrawler) snapshot() (starts []time.Time, ended []error, running int
 	return append([]time.Time(nil), f.starts...), append([]error(nil), f.ended...), f.running
 }
 
-func newFakeCrawls(f *fakeCrawler) *crawls {
-	return newCrawls(f.run, nil, slog.New(slog.DiscardHandler), time.Now)
+func newFakeCrawls(f *fakeCrawler) *Crawls {
+	return New(Config{Run: f.run})
 }
 
 // TestScheduleCrawlsAtStartThenEveryInterval: under fake time, the schedule
@@ -67,8 +66,8 @@ func TestScheduleCrawlsAtStartThenEveryInterval(t *testing.T) {
 		f := &fakeCrawler{takes: takes}
 		c := newFakeCrawls(f)
 		t0 := time.Now()
-		c.schedule(interval)
-		c.schedule(interval) // a second call starts no second loop
+		c.Every(interval)
+		c.Every(interval) // a second call starts no second loop
 		synctest.Wait()
 		if starts, _, running := f.snapshot(); len(starts) != 1 || !starts[0].Equal(t0) || running != 1 {
 			t.Fatalf("at start: %d crawls (running %d), want one started at once", len(starts), running)
@@ -88,7 +87,7 @@ func TestScheduleCrawlsAtStartThenEveryInterval(t *testing.T) {
 			}
 		}
 		n := len(starts)
-		c.stop()
+		c.Stop()
 		time.Sleep(3 * interval)
 		synctest.Wait()
 		if starts, _, running := f.snapshot(); len(starts) != n || running != 0 {
@@ -105,32 +104,32 @@ func TestOperatorCrawlAndSchedule(t *testing.T) {
 		f := &fakeCrawler{takes: 1000 * time.Hour}
 		c := newFakeCrawls(f)
 		t0 := time.Now().UTC().Truncate(time.Second)
-		started, since := c.start()
+		started, since := c.Start()
 		if !started || !since.Equal(t0) {
 			t.Fatalf("first start: %v %v", started, since)
 		}
 		time.Sleep(time.Minute)
-		if again, since2 := c.start(); again || !since2.Equal(t0) {
+		if again, since2 := c.Start(); again || !since2.Equal(t0) {
 			t.Fatalf("second start while one runs: started %v, since %v; want false and %v", again, since2, t0)
 		}
-		c.schedule(time.Hour) // its first tick meets the running crawl
+		c.Every(time.Hour) // its first tick meets the running crawl
 		time.Sleep(30 * time.Minute)
 		synctest.Wait()
-		if running, _ := c.status(); !running {
+		if running, _ := c.Status(); !running {
 			t.Fatal("status says no crawl is running")
 		}
 		if starts, _, _ := f.snapshot(); len(starts) != 1 {
 			t.Fatalf("%d crawls running at once", len(starts))
 		}
-		c.stop()
+		c.Stop()
 		_, ended, running := f.snapshot()
 		if running != 0 || len(ended) != 1 || !errors.Is(ended[0], context.Canceled) {
 			t.Fatalf("after stop: running %d, ended %v; want the crawl cancelled and waited for", running, ended)
 		}
-		if again, _ := c.start(); again {
+		if again, _ := c.Start(); again {
 			t.Error("a crawl started after stop")
 		}
-		if _, lastErr := c.status(); lastErr == nil || *lastErr != context.Canceled.Error() {
+		if _, lastErr := c.Status(); lastErr == nil || *lastErr != context.Canceled.Error() {
 			t.Errorf("last crawl error %v", lastErr)
 		}
 	})
@@ -181,9 +180,9 @@ func TestScheduleCountsFromTheLastRun(t *testing.T) {
 					t.Fatalf("the bubble starts at %v", time.Now())
 				}
 				f := &fakeCrawler{takes: time.Minute}
-				c := newCrawls(f.run, st, slog.New(slog.DiscardHandler), time.Now)
-				defer c.stop()
-				c.schedule(tc.interval)
+				c := New(Config{Run: f.run, State: st})
+				defer c.Stop()
+				c.Every(tc.interval)
 				time.Sleep(tc.want + tc.spread + time.Second)
 				synctest.Wait()
 				starts, _, _ := f.snapshot()
@@ -205,11 +204,11 @@ func TestScheduleRetriesAFailedCrawl(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const interval, takes, failing = 24 * time.Hour, 10 * time.Minute, 3
 		f := &fakeCrawler{takes: takes, failing: failing, fail: errors.New("harvesting registry: HTTP 503")}
-		c := newCrawls(f.run, nil, slog.New(slog.DiscardHandler), time.Now)
-		c.schedule(interval)
+		c := New(Config{Run: f.run})
+		c.Every(interval)
 		time.Sleep(3 * interval)
 		synctest.Wait()
-		c.stop()
+		c.Stop()
 		starts, ended, _ := f.snapshot()
 		if len(starts) < failing+3 {
 			t.Fatalf("%d crawls in three days, want %d failed ones retried and then one a day", len(starts), failing)

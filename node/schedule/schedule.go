@@ -1,4 +1,6 @@
-package node
+// Package schedule runs a node's crawls in the background: the schedule, counted from the
+// newest crawl recorded, and those the operator starts, at most one at a time.
+package schedule
 
 import (
 	"context"
@@ -12,13 +14,26 @@ import (
 	"github.com/histor-observer/histor/crawl/state"
 )
 
-// crawls runs the node's crawls in the background: the schedule, and those
-// the operator starts. At most one runs at a time. Every crawl runs under
-// the part's own context, so stop ends them all, whoever started them.
-type crawls struct {
-	run func(context.Context) (*crawl.Summary, error) // one crawl; the crawler's Run
-	// progress is how far the running crawl is (the crawler's Progress);
-	// nil reports none.
+// Config is what the schedule runs and reads.
+type Config struct {
+	// Run is one crawl (the crawler's Run, and what follows a crawl); required.
+	Run func(context.Context) (*crawl.Summary, error)
+	// Progress is how far the running crawl is (the crawler's Progress); nil reports none.
+	Progress func() (crawl.ProgressSnapshot, bool)
+	// State, when set, holds the newest crawl recorded: the schedule counts from it, and
+	// its error is Status's until this process finishes one, as HISTOR reads both back from
+	// its runs table after a restart.
+	State *state.Store
+	// Logger hears failed crawls; nil discards.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Crawls runs the crawls. At most one runs at a time. Every crawl runs under the part's own
+// context, so Stop ends them all, whoever started them.
+type Crawls struct {
+	run      func(context.Context) (*crawl.Summary, error)
 	progress func() (crawl.ProgressSnapshot, bool)
 	logger   *slog.Logger
 	now      func() time.Time
@@ -28,7 +43,7 @@ type crawls struct {
 	wg     sync.WaitGroup
 
 	mu        sync.Mutex
-	stopped   bool      // set by stop; no crawl starts after it
+	stopped   bool      // set by Stop; no crawl starts after it
 	scheduled bool      // the schedule is running
 	since     time.Time // start of the crawl running now; zero when none
 	// lastErr is the error the newest finished crawl ended with: nil for
@@ -47,13 +62,17 @@ type lastRun struct {
 // HISTOR retries within the hour rather than lose a day of history.
 const retryAfter = time.Hour
 
-// newCrawls prepares the crawl part. The newest crawl recorded in st (if
-// any) is what the schedule counts from, and its error what /health reports
-// until this process finishes one, as HISTOR reads both back from its runs
-// table after a restart.
-func newCrawls(run func(context.Context) (*crawl.Summary, error), st *state.Store, logger *slog.Logger, now func() time.Time) *crawls {
+// New prepares the crawls; none runs until Start or Every.
+func New(cfg Config) *Crawls {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &crawls{run: run, logger: logger, now: now, ctx: ctx, cancel: cancel}
+	c := &Crawls{run: cfg.Run, progress: cfg.Progress, logger: cfg.Logger, now: cfg.Now, ctx: ctx, cancel: cancel}
+	st, logger := cfg.State, cfg.Logger
 	if st == nil {
 		return c
 	}
@@ -72,9 +91,9 @@ func newCrawls(run func(context.Context) (*crawl.Summary, error), st *state.Stor
 	return c
 }
 
-// start begins a crawl in the background unless one is running; since is
+// Start begins a crawl in the background unless one is running; since is
 // when the running crawl began (zero if the part is stopped).
-func (c *crawls) start() (started bool, since time.Time) {
+func (c *Crawls) Start() (started bool, since time.Time) {
 	since, ok := c.begin()
 	if !ok {
 		return false, since
@@ -85,8 +104,8 @@ func (c *crawls) start() (started bool, since time.Time) {
 
 // begin marks a crawl as running, unless one already is or the part is
 // stopped; it reports the start time of the one running. The crawl joins
-// the wait group here, under mu, so stop never misses one.
-func (c *crawls) begin() (time.Time, bool) {
+// the wait group here, under mu, so Stop never misses one.
+func (c *Crawls) begin() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped || !c.since.IsZero() {
@@ -97,10 +116,27 @@ func (c *crawls) begin() (time.Time, bool) {
 	return c.since, true
 }
 
+// Run runs one crawl in the caller's goroutine, as Start does in the background: refused
+// with crawl.ErrRunning while one runs and ErrStopped after Stop, and ended by Stop.
+func (c *Crawls) Run() (*crawl.Summary, error) {
+	if _, ok := c.begin(); !ok {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.stopped {
+			return nil, ErrStopped
+		}
+		return nil, crawl.ErrRunning
+	}
+	return c.crawl()
+}
+
+// ErrStopped is a crawl asked for after Stop.
+var ErrStopped = errors.New("crawls stopped")
+
 // crawl runs one crawl that begin has admitted, and records how it ended.
-func (c *crawls) crawl() {
+func (c *Crawls) crawl() (*crawl.Summary, error) {
 	defer c.wg.Done()
-	_, err := c.run(c.ctx)
+	sum, err := c.run(c.ctx)
 	msg := ""
 	if err != nil {
 		msg = err.Error()
@@ -114,9 +150,10 @@ func (c *crawls) crawl() {
 		c.last = lastRun{started: c.since, ended: c.now(), failed: err != nil}
 	}
 	c.since, c.lastErr = time.Time{}, &msg
+	return sum, err
 }
 
-// schedule starts the crawl schedule, once. Like HISTOR's, it counts from
+// Every starts the crawl schedule, once. Like HISTOR's, it counts from
 // the newest crawl, whoever started it and whether this process or an
 // earlier one ran it: the next crawl starts interval (±10%) after the last
 // one started, or, when that one failed, min(interval, 1h) (±10%) after it
@@ -124,7 +161,7 @@ func (c *crawls) crawl() {
 // neither crawls again at once nor loses a day to one failed night. A tick
 // that finds a crawl running (the operator's) skips it and looks again
 // min(interval, 1h) later.
-func (c *crawls) schedule(interval time.Duration) {
+func (c *Crawls) Every(interval time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.scheduled || c.stopped {
@@ -134,7 +171,7 @@ func (c *crawls) schedule(interval time.Duration) {
 	c.wg.Go(func() { c.loop(interval) })
 }
 
-func (c *crawls) loop(interval time.Duration) {
+func (c *Crawls) loop(interval time.Duration) {
 	wait := c.wait(interval)
 	for {
 		t := time.NewTimer(wait)
@@ -160,7 +197,7 @@ func (c *crawls) loop(interval time.Duration) {
 
 // wait is how long the schedule waits from now for its next crawl, clamped
 // to 0..the full wait (a last run dated in the future waits no longer).
-func (c *crawls) wait(interval time.Duration) time.Duration {
+func (c *Crawls) wait(interval time.Duration) time.Duration {
 	c.mu.Lock()
 	last := c.last
 	c.mu.Unlock()
@@ -177,8 +214,8 @@ func (c *crawls) wait(interval time.Duration) time.Duration {
 	return max(0, min(full, full-c.now().Sub(from)))
 }
 
-// stop cancels the schedule and any crawl in progress and waits for them.
-func (c *crawls) stop() {
+// Stop cancels the schedule and any crawl in progress and waits for them.
+func (c *Crawls) Stop() {
 	c.mu.Lock()
 	c.stopped = true
 	c.mu.Unlock()
@@ -186,9 +223,9 @@ func (c *crawls) stop() {
 	c.wg.Wait()
 }
 
-// status is /health's view: whether a crawl is running and the error the
+// Status is /health's view: whether a crawl is running and the error the
 // newest one ended with (nil: none).
-func (c *crawls) status() (running bool, lastErr *string) {
+func (c *Crawls) Status() (running bool, lastErr *string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lastErr != nil && *c.lastErr == "" {
@@ -197,9 +234,9 @@ func (c *crawls) status() (running bool, lastErr *string) {
 	return !c.since.IsZero(), c.lastErr
 }
 
-// current is /api/v1/stats' view of the running crawl: when it began and,
+// Current is /api/v1/stats' view of the running crawl: when it began and,
 // once it has read the registry, how far it is. ok is false when none runs.
-func (c *crawls) current() (since time.Time, progress *crawl.ProgressSnapshot, ok bool) {
+func (c *Crawls) Current() (since time.Time, progress *crawl.ProgressSnapshot, ok bool) {
 	c.mu.Lock()
 	since = c.since
 	c.mu.Unlock()
