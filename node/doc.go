@@ -14,6 +14,7 @@
 // of their own, each with a Config, Open or New, Close and Routes, reading
 // what they need through interfaces they define:
 //
+//	node/schedule  the crawl schedule and the crawls the operator starts
 //	node/pkgruns   the sandbox part: package runs scheduled, recorded, viewed
 //	node/catalog   the crawl's read model, in memory
 //	node/views     the view types the API, the desk and the agents share
