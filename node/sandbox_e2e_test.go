@@ -133,7 +133,7 @@ func startWorker(t *testing.T, bin, url, npm, roots, dir string) *workerProc {
 	t.Helper()
 	seed := filepath.Join(dir, "worker.seed")
 	w := &workerProc{stderr: &bytes.Buffer{}}
-	w.cmd = exec.Command(bin, "--log-level", "debug", "sandbox", "worker", "--queue", url, "--seed", seed,
+	w.cmd = exec.Command(bin, "--log-level", "debug", "sandbox", "worker", "--queue", url, "--worker-seed", seed,
 		"--npm-registry", npm, "--sandbox-dir", dir, "--rootfs", roots, "--skip-root-check",
 		"--concurrency", "1", "--retry-delay", "1s")
 	w.cmd.Stderr = w.stderr

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
 
 	"github.com/histor-observer/histor/node"
 )
@@ -158,6 +159,45 @@ func TestEveryFlagIsDocumentedInTheExample(t *testing.T) {
 		if !bytes.Contains(example, []byte("\n"+name+" =")) && !bytes.Contains(example, []byte("\n# "+name+" =")) {
 			t.Errorf("flag --%s has no entry in configs/histor.example.toml", name)
 		}
+	}
+}
+
+// TestSharedFlagsMeanOneThing: a flag name that two commands both read from the config file
+// (whose keys are flag names) reads the same environment variables in both, so one file cannot
+// hand a command another's setting: the worker's NKey seed was once "seed", which a file shared
+// with serve sets to the node's seed. (demo's flags are not read from the file.)
+func TestSharedFlagsMeanOneThing(t *testing.T) {
+	app := newApp(deps{stdio: Stdio{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}})
+	type use struct{ command, env string }
+	seen := map[string]use{}
+	shared := 0
+	var walk func(prefix string, flags []cli.Flag, cmds []*cli.Command)
+	walk = func(prefix string, flags []cli.Flag, cmds []*cli.Command) {
+		for _, f := range flags {
+			e, ok := f.(interface{ GetEnvVars() []string })
+			if _, fromFile := f.(altsrc.FlagInputSourceExtension); !ok || !fromFile {
+				continue
+			}
+			env := strings.Join(e.GetEnvVars(), ",")
+			for _, name := range f.Names() {
+				first, ok := seen[name]
+				switch {
+				case !ok:
+					seen[name] = use{prefix, env}
+				case first.env != env:
+					t.Errorf("--%s reads %s in %q but %s in %q", name, first.env, first.command, env, prefix)
+				default:
+					shared++
+				}
+			}
+		}
+		for _, c := range cmds {
+			walk(strings.TrimSpace(prefix+" "+c.Name), c.Flags, c.Subcommands)
+		}
+	}
+	walk("histor", app.Flags, app.Commands)
+	if shared == 0 {
+		t.Error("no flag name is shared by two commands: the test checked nothing")
 	}
 }
 

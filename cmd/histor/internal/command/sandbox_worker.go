@@ -40,14 +40,14 @@ func sandboxWorkerCommand(d deps) *cli.Command {
 	return &cli.Command{
 		Name:      "worker",
 		Usage:     "take sandbox jobs from a node's queue, observe each package in gVisor and send the observation back",
-		UsageText: "histor sandbox worker --queue URL --seed FILE [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] [--concurrency N]",
-		Description: "Connects to the node's NATS queue with the NKey in --seed (make one with `histor sandbox worker-key`, and " +
+		UsageText: "histor sandbox worker --queue URL --worker-seed FILE [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] [--concurrency N]",
+		Description: "Connects to the node's NATS queue with the NKey in --worker-seed (make one with `histor sandbox worker-key`, and " +
 			"list its public key in the node's --sandbox-worker-key), then observes one job per slot until SIGTERM or SIGINT. " +
 			"A job is acknowledged only once its result is stored; a worker that dies has its jobs redelivered. Needs root, " +
 			"runsc and the Debian roots (built on first start with mmdebstrap).",
 		Flags: append([]cli.Flag{
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "queue", Usage: "the node's queue `URL`, nats://host:4222 or tls://host:4222 (the node's --nats-listen, or the cluster of its --nats)", EnvVars: []string{"HISTOR_WORKER_QUEUE"}}),
-			altsrc.NewStringFlag(&cli.StringFlag{Name: "seed", Usage: "the worker's NKey seed `FILE` (mode 0600)", EnvVars: []string{"HISTOR_SANDBOX_WORKER_SEED"}}),
+			altsrc.NewStringFlag(&cli.StringFlag{Name: "worker-seed", Usage: "the worker's NKey seed `FILE` (mode 0600)", EnvVars: []string{"HISTOR_SANDBOX_WORKER_SEED"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-ca", Usage: "trust the node's certificate from this PEM `FILE` (implies TLS)", EnvVars: []string{"HISTOR_WORKER_TLS_CA"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-cert", Usage: "client certificate PEM `FILE` for mTLS", EnvVars: []string{"HISTOR_WORKER_TLS_CERT"}}),
 			altsrc.NewStringFlag(&cli.StringFlag{Name: "tls-key", Usage: "client key PEM `FILE` for mTLS", EnvVars: []string{"HISTOR_WORKER_TLS_KEY"}}),
@@ -61,8 +61,8 @@ func sandboxWorkerCommand(d deps) *cli.Command {
 }
 
 func sandboxWorkerAction(c *cli.Context) error {
-	if c.String("queue") == "" || c.String("seed") == "" {
-		return usageError(errors.New("sandbox worker: --queue and --seed are required"))
+	if c.String("queue") == "" || c.String("worker-seed") == "" {
+		return usageError(errors.New("sandbox worker: --queue and --worker-seed are required"))
 	}
 	log, err := logger(c, c.App.ErrWriter)
 	if err != nil {
@@ -79,7 +79,7 @@ func sandboxWorkerAction(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	w, err := node.NewSandboxWorker(ctx, node.WorkerSettings{
-		Queue: queue.WorkerConfig{URL: c.String("queue"), SeedFile: c.String("seed"), TLS: tc,
+		Queue: queue.WorkerConfig{URL: c.String("queue"), SeedFile: c.String("worker-seed"), TLS: tc,
 			Concurrency: c.Int("concurrency"), NakDelay: c.Duration("retry-delay")},
 		Host: host, Logger: log,
 	})

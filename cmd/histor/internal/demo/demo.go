@@ -50,7 +50,7 @@ type Config struct {
 	HTTPBase int
 	// Interval is the crawl interval of every observer.
 	Interval time.Duration
-	// Ready bounds the start: every observer must answer /health within it.
+	// Ready bounds the start: every observer must be serving (node.Ready) within it.
 	Ready time.Duration
 	// Logger receives the nodes' logs.
 	Logger *slog.Logger
