@@ -12,7 +12,6 @@ import (
 	hlog "github.com/histor-observer/histor/log"
 	"github.com/histor-observer/histor/node/catalog"
 	"github.com/histor-observer/histor/node/check"
-	"github.com/histor-observer/histor/node/peers"
 	"github.com/histor-observer/histor/node/pkgruns"
 	"github.com/histor-observer/histor/node/receipts"
 	"github.com/histor-observer/histor/node/schedule"
@@ -195,65 +194,27 @@ func (n *Node) openCrawls(context.Context) error {
 	return nil
 }
 
-// crawlAndReload is one crawl followed by an update of the catalog with
-// the targets the crawl committed (Summary.Committed), so the reading API
-// and /check answer from what the crawl just wrote, and then this node's
-// observations into the peer view and onto gossip: of every target after
-// the first crawl of this process, and later of the targets the crawl says
-// it changed (Summary.Changed) alone. It reads the parts when it is made:
-// they outlive every crawl (closeCrawls).
+// crawlAndReload is one crawl, followed by handing what it committed to the
+// parts that read it (commits): the catalog updates the targets the crawl
+// committed, and the peer view takes this node's observations of those it
+// changed; after the first crawl of this process, of every target, so one a
+// crash left out is in the view again. Then the sandbox part is asked for a
+// round. It reads the parts when it is made: they outlive every crawl
+// (closeCrawls).
 func (n *Node) crawlAndReload() func(context.Context) (*crawl.Summary, error) {
-	cr, c, logger, st, lg, f := n.cr, n.catalog, n.cfg.Logger, n.state, n.log, n.fed
-	origin, key, ev := n.cfg.LogOrigin, n.id.logKey, n.events
+	cr, c := n.cr, n.commits()
 	first := true // the first crawl of this process gives the view every target once
 	return func(ctx context.Context) (*crawl.Summary, error) {
 		sum, err := cr.Run(ctx)
-		if uerr := updateCatalog(c, sum); uerr != nil {
-			logger.Error("updating the catalog after a crawl", "err", uerr)
-		}
-		var own []peers.Proven
-		var oerr error
 		switch {
 		case first:
-			own, oerr = peers.Own(st, lg, origin, key)
+			c.commitAll(ctx, sum)
 			first = false
-		case sum != nil:
-			own, oerr = peers.OwnOf(st, lg, sum.Changed, origin, key)
+		case sum != nil: // nil: the crawl did not run (ErrRunning) and wrote nothing
+			c.commit(ctx, sum.Committed, sum.Changed)
 		}
-		if oerr != nil {
-			logger.Error("making our observations for the peer view", "err", oerr)
-		}
-		f.AddOwn(ctx, own)
-		ev.Kick()
 		n.afterCrawl()
 		return sum, err
-	}
-}
-
-// updateCatalog reads again what a crawl committed. A crawl that did not
-// run (one was running already: ErrRunning) wrote nothing.
-func updateCatalog(c *catalog.Catalog, sum *crawl.Summary) error {
-	if sum == nil {
-		return nil
-	}
-	return c.Update(sum.Committed)
-}
-
-// ownPublisher puts this node's observations of the targets ids into the
-// peer view and onto gossip, and wakes the security events: what a crawl
-// does for every target, done for the targets a sandbox result recorded
-// between crawls, so peers and subscribers need not wait for the next one.
-// Like crawlAndReload it reads the parts when it is made.
-func (n *Node) ownPublisher() func(ctx context.Context, ids []string) {
-	st, lg, f, ev, logger := n.state, n.log, n.fed, n.events, n.cfg.Logger
-	origin, key := n.cfg.LogOrigin, n.id.logKey
-	return func(ctx context.Context, ids []string) {
-		own, err := peers.OwnOf(st, lg, ids, origin, key)
-		if err != nil {
-			logger.Error("making our observations for the peer view", "err", err)
-		}
-		f.AddOwn(ctx, own)
-		ev.Kick()
 	}
 }
 

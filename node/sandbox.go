@@ -54,9 +54,17 @@ func (c *Config) checkSandbox() error {
 func (n *Node) sandboxConfig() pkgruns.Config {
 	return pkgruns.Config{
 		Settings: n.cfg.Sandbox, DataDir: n.cfg.DataDir, Observer: "histor-go/" + Version,
-		Runs: n.state, Recorder: n.cr, Catalog: n.catalog, Curated: n.cfg.Crawl.Curated,
-		Recorded: n.ownPublisher(), Now: n.now, Logger: n.cfg.Logger, Registerer: n.cfg.registerer(),
+		Runs: n.state, Recorder: n.cr, Curated: n.cfg.Crawl.Curated,
+		Committed: n.sandboxCommitted(), Now: n.now, Logger: n.cfg.Logger, Registerer: n.cfg.registerer(),
 	}
+}
+
+// sandboxCommitted hands the targets a sandbox result gave labels on as a
+// crawl's (commits), so the catalog, peers and subscribers need not wait for
+// the next crawl.
+func (n *Node) sandboxCommitted() func(ctx context.Context, ids []string) {
+	c := n.commits()
+	return func(ctx context.Context, ids []string) { c.commit(ctx, ids, ids) }
 }
 
 // afterCrawl asks the sandbox part, when open, for a scheduling round: a

@@ -29,6 +29,7 @@ type OwnLog interface {
 // OwnState is what Own reads from the crawl state; *state.Store has these methods.
 type OwnState interface {
 	Targets() ([]state.Target, error)
+	Target(id string) (*state.Target, error)
 	Observation(id string) (*state.Observation, error)
 	Labels(id string) ([]state.LabelRef, error)
 	PackageRun(id string) (*state.PackageRun, error)
@@ -44,32 +45,39 @@ func Own(st OwnState, lg OwnLog, origin string, key ed25519.PrivateKey) ([]Prove
 	return ownOf(st, lg, nil, origin, key)
 }
 
-// OwnOf is Own for the targets ids alone: what the node publishes when a
-// sandbox run recorded labels for them between crawls.
+// OwnOf is Own for the targets ids alone, each read by its id (one the state
+// does not hold is left out): what the node publishes of the targets a crawl
+// or a sandbox run changed.
 func OwnOf(st OwnState, lg OwnLog, ids []string, origin string, key ed25519.PrivateKey) ([]Proven, error) {
-	want := make(map[string]bool, len(ids))
+	targets := make([]state.Target, 0, len(ids))
 	for _, id := range ids {
-		want[id] = true
+		t, err := st.Target(id)
+		if errors.Is(err, state.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading target %s for our observation: %w", id, err)
+		}
+		targets = append(targets, *t)
 	}
-	return ownOf(st, lg, want, origin, key)
+	return ownOf(st, lg, targets, origin, key)
 }
 
-// ownOf is Own for the targets in want, or for every target when want is nil.
-func ownOf(st OwnState, lg OwnLog, want map[string]bool, origin string, key ed25519.PrivateKey) ([]Proven, error) {
+// ownOf is Own for targets, or for every target the state holds when targets is nil.
+func ownOf(st OwnState, lg OwnLog, targets []state.Target, origin string, key ed25519.PrivateKey) ([]Proven, error) {
 	head := lg.Latest()
 	if head.Size == 0 {
 		return nil, nil
 	}
-	targets, err := st.Targets()
-	if err != nil {
-		return nil, fmt.Errorf("listing targets for our observations: %w", err)
+	if targets == nil {
+		var err error
+		if targets, err = st.Targets(); err != nil {
+			return nil, fmt.Errorf("listing targets for our observations: %w", err)
+		}
 	}
 	did := awr.DIDKey(key.Public().(ed25519.PublicKey))
 	var out []Proven
 	for _, t := range targets {
-		if want != nil && !want[t.ID] {
-			continue
-		}
 		p, err := own(st, lg, head, t, did, origin, key)
 		if err != nil {
 			return out, fmt.Errorf("our observation of %s: %w", t.ID, err)

@@ -150,3 +150,24 @@ func TestOwnStatus(t *testing.T) {
 		t.Errorf("agreement %+v", a)
 	}
 }
+
+// TestOwnOfReadsTheTargetsNamed: OwnOf gives the observations Own gives of the targets it
+// names, byte for byte, leaves out an id the state does not hold, and gives none for no ids
+// (never every target).
+func TestOwnOfReadsTheTargetsNamed(t *testing.T) {
+	self := newObserver(t, 1)
+	st := ownState(t, self, digest("a"), t0)
+	all, err := peers.Own(st, self.log, self.origin, self.key)
+	if err != nil || len(all) != 1 {
+		t.Fatalf("Own = %d observations, %v; want 1", len(all), err)
+	}
+	some, err := peers.OwnOf(st, self.log, []string{"no-such-target", serverID}, self.origin, self.key)
+	if err != nil || len(some) != 1 || string(some[0].Observation) != string(all[0].Observation) {
+		t.Fatalf("OwnOf = %d observations, %v; want Own's one", len(some), err)
+	}
+	for _, ids := range [][]string{nil, {}} {
+		if none, err := peers.OwnOf(st, self.log, ids, self.origin, self.key); err != nil || len(none) != 0 {
+			t.Errorf("OwnOf(%v) = %d observations, %v; want none", ids, len(none), err)
+		}
+	}
+}

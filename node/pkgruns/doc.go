@@ -9,8 +9,8 @@
 // as evidence, so a package's labels are made exactly as an endpoint's are.
 //
 // Its face is small. Open starts the part from a Config whose fields are
-// the narrow views of the node it needs (Runs, Recorder, Updater, the
-// Recorded callback, the clock, the logger and the registerer); Close
+// the narrow views of the node it needs (Runs, Recorder, the Committed
+// callback, the clock, the logger and the registerer); Close
 // stops it. Kick asks for a scheduling round. View reads the runs for the
 // API (the signed behaviour census and a server page's package member)
 // and needs no open part; Routes serves the census.

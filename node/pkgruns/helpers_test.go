@@ -108,17 +108,10 @@ func (r *fakeRecorder) Record(_ context.Context, t registry.Target, obs *mcpclie
 	return &crawl.Summary{}, r.runs.PutPackageRun(*run)
 }
 
-// countingUpdater counts the catalog updates and keeps the ids of each.
-type countingUpdater struct {
-	n   int
-	ids [][]string
-}
+// commits keeps the ids of each call of a Part's committed.
+type commits struct{ ids [][]string }
 
-func (c *countingUpdater) Update(ids []string) error {
-	c.n++
-	c.ids = append(c.ids, ids)
-	return nil
-}
+func (c *commits) committed(_ context.Context, ids []string) { c.ids = append(c.ids, ids) }
 
 // npmTarget is a package target of key (npm:<name>), listed without a version.
 func npmTarget(id, key string) registry.Target {
@@ -143,8 +136,8 @@ func observation(t *testing.T, spec string, status sandbox.Status) []byte {
 }
 
 // testPart is a Part over fakes with no queue: enough to handle results.
-func testPart(runs *fakeRuns, rec *fakeRecorder, cat *countingUpdater, onRecorded func(context.Context, []string)) *Part {
+func testPart(runs *fakeRuns, rec *fakeRecorder, c *commits) *Part {
 	return &Part{cfg: Settings{MaxJobsPerRound: DefaultMaxJobsPerRound, MaxResolvesPerRound: 4 * DefaultMaxJobsPerRound},
-		log: slog.New(slog.DiscardHandler), st: runs, cr: rec, catalog: cat, recorded: onRecorded,
+		log: slog.New(slog.DiscardHandler), st: runs, cr: rec, committed: c.committed,
 		now: func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }}
 }

@@ -44,12 +44,6 @@ type Recorder interface {
 	Record(ctx context.Context, t registry.Target, obs *mcpclient.Observation, run *state.PackageRun, extra ...hlog.Evidence) (*crawl.Summary, error)
 }
 
-// Updater updates the reading API's model of the crawl state with the
-// targets a run's result was recorded for. *catalog.Catalog is one.
-type Updater interface {
-	Update(ids []string) error
-}
-
 // Config is what the part is opened with: its settings and the node's
 // parts it uses, each as the narrow view it needs.
 type Config struct {
@@ -63,14 +57,13 @@ type Config struct {
 
 	Runs     Runs
 	Recorder Recorder
-	Catalog  Updater
 	// Curated is the curated list whose packages the registry does not list
 	// are observed too, in its order; nil: the registry's packages only.
 	Curated *registry.Curated
-	// Recorded is called with the targets a result gave labels: the node
-	// publishes them to its peers and wakes its security events, as after
-	// a crawl. Nil: nothing is called.
-	Recorded func(ctx context.Context, ids []string)
+	// Committed is called with the targets a result gave labels: the node
+	// hands them to its catalog, its peer view and its security events, as
+	// it does a crawl's. Nil: nothing is called.
+	Committed func(ctx context.Context, ids []string)
 
 	Now        func() time.Time
 	Logger     *slog.Logger
@@ -81,17 +74,16 @@ type Config struct {
 // scheduler that fills it, the handler of what comes back and, when asked,
 // a worker of its own.
 type Part struct {
-	cfg      Settings
-	log      *slog.Logger
-	q        *queue.Queue
-	st       Runs
-	cr       Recorder
-	catalog  Updater
-	curated  *registry.Curated // nil: the registry's packages only
-	pk       *pkgs.Packages    // resolves the latest version of an unversioned listing
-	now      func() time.Time
-	reg      prometheus.Registerer
-	recorded func(ctx context.Context, ids []string)
+	cfg       Settings
+	log       *slog.Logger
+	q         *queue.Queue
+	st        Runs
+	cr        Recorder
+	curated   *registry.Curated // nil: the registry's packages only
+	pk        *pkgs.Packages    // resolves the latest version of an unversioned listing
+	now       func() time.Time
+	reg       prometheus.Registerer
+	committed func(ctx context.Context, ids []string)
 
 	worker *Worker // the local worker; nil without LocalWorkers
 
@@ -111,8 +103,8 @@ func Open(ctx context.Context, c Config) (*Part, error) {
 		return nil, fmt.Errorf("making the package registries' client: %w", err)
 	}
 	p := &Part{cfg: s, log: c.Logger.With("component", "sandbox"), st: c.Runs, cr: c.Recorder,
-		catalog: c.Catalog, curated: c.Curated, pk: pk, now: c.Now, reg: c.Registerer, kick: make(chan struct{}, 1),
-		recorded: c.Recorded}
+		curated: c.Curated, pk: pk, now: c.Now, reg: c.Registerer, kick: make(chan struct{}, 1),
+		committed: c.Committed}
 	local, err := p.localKey()
 	if err != nil {
 		return nil, err

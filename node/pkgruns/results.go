@@ -52,14 +52,8 @@ func (p *Part) handle(ctx context.Context, r queue.Result) error {
 			labelled = append(labelled, t.ID)
 		}
 	}
-	if len(labelled) == 0 {
-		return nil // package runs alone: the catalog does not read them
-	}
-	if err := p.catalog.Update(labelled); err != nil {
-		p.log.Error("updating the catalog after a sandbox run", "err", err)
-	}
-	if p.recorded != nil {
-		p.recorded(ctx, labelled)
+	if len(labelled) != 0 && p.committed != nil { // package runs alone: nothing reads them but the census
+		p.committed(ctx, labelled)
 	}
 	return nil
 }

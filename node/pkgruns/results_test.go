@@ -12,13 +12,12 @@ import (
 
 // TestHandleRecordsLabelsForEveryTarget: a result for a package is recorded
 // through the Recorder for every target listing that package, with the
-// behaviour record as evidence; the catalog is updated with those targets,
-// Recorded hears them, and the same result handled again records nothing more.
+// behaviour record as evidence; Committed hears those targets, once, and the
+// same result handled again records nothing more.
 func TestHandleRecordsLabelsForEveryTarget(t *testing.T) {
 	runs := newFakeRuns(npmTarget("a", "npm:tiny-weather"), npmTarget("b", "npm:tiny-weather"), npmTarget("c", "npm:other"))
-	rec, cat := &fakeRecorder{runs: runs}, &countingUpdater{}
-	var heard [][]string
-	p := testPart(runs, rec, cat, func(_ context.Context, ids []string) { heard = append(heard, ids) })
+	rec, c := &fakeRecorder{runs: runs}, &commits{}
+	p := testPart(runs, rec, c)
 	res := queue.Result{JobID: "j1", Target: "npm:tiny-weather@1.0.0", Observation: observation(t, "npm:tiny-weather@1.0.0", sandbox.StatusOK)}
 	if err := p.handle(context.Background(), res); err != nil {
 		t.Fatal(err)
@@ -34,14 +33,14 @@ func TestHandleRecordsLabelsForEveryTarget(t *testing.T) {
 			t.Errorf("record of %s: evidence %v, %d tools", c.target.ID, c.evidence, len(c.obs.Tools))
 		}
 	}
-	if cat.n != 1 || !slices.Equal(cat.ids[0], []string{"a", "b"}) || len(heard) != 1 || !slices.Equal(heard[0], []string{"a", "b"}) {
-		t.Errorf("catalog updates %v, recorded %v; want [[a b]] and [[a b]]", cat.ids, heard)
+	if len(c.ids) != 1 || !slices.Equal(c.ids[0], []string{"a", "b"}) {
+		t.Errorf("committed %v; want [[a b]]", c.ids)
 	}
 	if err := p.handle(context.Background(), res); err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.calls) != 2 || len(heard) != 1 || cat.n != 1 {
-		t.Errorf("the same result again: %d records, recorded %v, catalog updates %v; want nothing more", len(rec.calls), heard, cat.ids)
+	if len(rec.calls) != 2 || len(c.ids) != 1 {
+		t.Errorf("the same result again: %d records, committed %v; want nothing more", len(rec.calls), c.ids)
 	}
 }
 
@@ -49,9 +48,8 @@ func TestHandleRecordsLabelsForEveryTarget(t *testing.T) {
 // state, with no labels, and the version is scheduled again.
 func TestHandleInfrastructureStatus(t *testing.T) {
 	runs := newFakeRuns(npmTarget("a", "npm:broken"))
-	rec, cat := &fakeRecorder{runs: runs}, &countingUpdater{}
-	called := false
-	p := testPart(runs, rec, cat, func(context.Context, []string) { called = true })
+	rec, c := &fakeRecorder{runs: runs}, &commits{}
+	p := testPart(runs, rec, c)
 	res := queue.Result{JobID: "j1", Target: "npm:broken@2.0.0", Observation: observation(t, "npm:broken@2.0.0", sandbox.StatusPoisoned)}
 	if err := p.handle(context.Background(), res); err != nil {
 		t.Fatal(err)
@@ -60,8 +58,8 @@ func TestHandleInfrastructureStatus(t *testing.T) {
 	if err != nil || run.Status != sandbox.StatusPoisoned || run.Version != "2.0.0" {
 		t.Fatalf("run %+v, %v; want poisoned 2.0.0", run, err)
 	}
-	if len(rec.calls) != 0 || called || cat.n != 0 {
-		t.Errorf("%d records, recorded called %v, catalog updates %d; want no labels, nothing to update", len(rec.calls), called, cat.n)
+	if len(rec.calls) != 0 || len(c.ids) != 0 {
+		t.Errorf("%d records, committed %v; want no labels, nothing committed", len(rec.calls), c.ids)
 	}
 	if done, err := p.observed("a", "2.0.0"); err != nil || done {
 		t.Errorf("observed after a poisoned run: %v, %v; want false (queued again)", done, err)
@@ -74,7 +72,7 @@ func TestHandleInfrastructureStatus(t *testing.T) {
 func TestHandleDropsForeignResults(t *testing.T) {
 	runs := newFakeRuns(npmTarget("a", "npm:tiny-weather"))
 	rec := &fakeRecorder{runs: runs}
-	p := testPart(runs, rec, &countingUpdater{}, nil)
+	p := testPart(runs, rec, &commits{})
 	for _, res := range []queue.Result{
 		{JobID: "j1", Target: "npm:tiny-weather@1.0.0", Observation: observation(t, "npm:evil@1.0.0", sandbox.StatusOK)},
 		{JobID: "j2", Target: "npm:tiny-weather@1.0.0", Observation: []byte(`{"type":"other"}`)},

@@ -34,7 +34,7 @@ func testView(t *testing.T, runs RunReader, cur *registry.Curated) (*View, ed255
 func TestCensusCountsEveryPackage(t *testing.T) {
 	runs := newFakeRuns(npmTarget("a", "npm:tiny-weather"))
 	rec := &fakeRecorder{runs: runs}
-	p := testPart(runs, rec, &countingUpdater{}, nil)
+	p := testPart(runs, rec, &commits{})
 	res := queue.Result{JobID: "j1", Target: "npm:tiny-weather@1.0.0", Observation: observation(t, "npm:tiny-weather@1.0.0", sandbox.StatusOK)}
 	if err := p.handle(context.Background(), res); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestCensusCountsEveryPackage(t *testing.T) {
 // a remote server has none.
 func TestMember(t *testing.T) {
 	runs := newFakeRuns(npmTarget("a", "npm:tiny-weather"))
-	p := testPart(runs, &fakeRecorder{runs: runs}, &countingUpdater{}, nil)
+	p := testPart(runs, &fakeRecorder{runs: runs}, &commits{})
 	res := queue.Result{JobID: "j1", Target: "npm:tiny-weather@1.0.0", Observation: observation(t, "npm:tiny-weather@1.0.0", sandbox.StatusOK)}
 	if err := p.handle(context.Background(), res); err != nil {
 		t.Fatal(err)
