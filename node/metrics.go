@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/histor-observer/histor/internal/httpx"
+	"github.com/histor-observer/histor/internal/promset"
 )
 
 // noRoute is the route label of a request no route matched: the raw path
@@ -27,8 +28,7 @@ type httpMetrics struct {
 	latency  *prometheus.HistogramVec // route
 	inFlight prometheus.Gauge
 
-	reg        prometheus.Registerer  // where they are registered
-	registered []prometheus.Collector // those registered with reg now
+	set *promset.Set // the series registered now, with the node's own; nil: none
 }
 
 // newHTTPMetrics builds the API's series, registered nowhere yet: the node
@@ -56,14 +56,11 @@ func newHTTPMetrics() *httpMetrics {
 // and process collectors with runtime, unless it holds them already: they
 // describe the process, which every node in it shares.
 func (m *httpMetrics) register(own, runtime prometheus.Registerer, more ...prometheus.Collector) error {
-	m.reg = own
-	for _, c := range append([]prometheus.Collector{m.requests, m.latency, m.inFlight}, more...) {
-		if err := own.Register(c); err != nil {
-			m.unregister()
-			return fmt.Errorf("registering metrics: %w", err)
-		}
-		m.registered = append(m.registered, c)
+	set, err := promset.Register(own, "metrics", append([]prometheus.Collector{m.requests, m.latency, m.inFlight}, more...)...)
+	if err != nil {
+		return err
 	}
+	m.set = set
 	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		var are prometheus.AlreadyRegisteredError
 		if err := runtime.Register(c); err != nil && !errors.As(err, &are) {
@@ -77,10 +74,8 @@ func (m *httpMetrics) register(own, runtime prometheus.Registerer, more ...prome
 // unregister removes the API's series from the registry; the Go and
 // process collectors stay, for the other nodes of the process.
 func (m *httpMetrics) unregister() {
-	for _, c := range m.registered {
-		m.reg.Unregister(c)
-	}
-	m.registered = nil
+	m.set.Unregister()
+	m.set = nil
 }
 
 // observe counts one answered request.
