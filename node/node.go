@@ -223,18 +223,19 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 		ln.Close()
 		return errors.New("serving: log not open")
 	}
+	// The face is a target before the schedule starts, so the first crawl reads it too.
+	if n.cfg.ObserveOwnFace {
+		if err := n.observeOwnFace(ln.Addr()); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	if n.cfg.CrawlInterval > 0 {
 		n.mu.Lock()
 		if n.crawls != nil {
 			n.crawls.Every(n.cfg.CrawlInterval)
 		}
 		n.mu.Unlock()
-	}
-	if n.cfg.ObserveOwnFace {
-		if err := n.observeOwnFace(ln.Addr()); err != nil {
-			ln.Close()
-			return err
-		}
 	}
 	srv := n.server(n.Handler())
 	errc := make(chan error, 1)
