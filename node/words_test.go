@@ -31,7 +31,7 @@ func TestWords(t *testing.T) {
 		t.Skip("runs two observers with libp2p on loopback, crawls real MCP servers and forks a log; skipped under -short")
 	}
 	w := newWorld(t)
-	awaitEvents(t, w.a, events.KindDefinitions, events.KindSplitView, events.KindEquivocation)
+	awaitEvents(t, w, events.KindDefinitions, events.KindSplitView, events.KindEquivocation)
 	s := &sweep{t: t, fn: w.a, labels: map[string]bool{}}
 	ids, changes := s.ids()
 	s.deskPages(w, ids, changes)
