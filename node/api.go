@@ -62,7 +62,7 @@ type api struct {
 
 // crawlControl is what the API asks of the node's crawls.
 type crawlControl interface {
-	// status: whether a crawl is running, and the error the newest one ended
+	// Status: whether a crawl is running, and the error the newest one ended
 	// with (nil for none).
 	Status() (running bool, lastErr *string)
 	// Start begins a crawl in the background unless one is running; since

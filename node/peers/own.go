@@ -42,7 +42,11 @@ type OwnState interface {
 // observation label; one whose latest attempt read none, with its status and its latest
 // label; a target with no label yet, or that was delisted, is left out.
 func Own(st OwnState, lg OwnLog, origin string, key ed25519.PrivateKey) ([]Proven, error) {
-	return ownOf(st, lg, nil, origin, key)
+	targets, err := st.Targets()
+	if err != nil {
+		return nil, fmt.Errorf("listing targets for our observations: %w", err)
+	}
+	return ownOf(st, lg, targets, origin, key)
 }
 
 // OwnOf is Own for the targets ids alone, each read by its id (one the state
@@ -63,17 +67,11 @@ func OwnOf(st OwnState, lg OwnLog, ids []string, origin string, key ed25519.Priv
 	return ownOf(st, lg, targets, origin, key)
 }
 
-// ownOf is Own for targets, or for every target the state holds when targets is nil.
+// ownOf is Own for targets.
 func ownOf(st OwnState, lg OwnLog, targets []state.Target, origin string, key ed25519.PrivateKey) ([]Proven, error) {
 	head := lg.Latest()
 	if head.Size == 0 {
 		return nil, nil
-	}
-	if targets == nil {
-		var err error
-		if targets, err = st.Targets(); err != nil {
-			return nil, fmt.Errorf("listing targets for our observations: %w", err)
-		}
 	}
 	did := awr.DIDKey(key.Public().(ed25519.PublicKey))
 	var out []Proven

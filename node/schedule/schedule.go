@@ -94,38 +94,37 @@ func New(cfg Config) *Crawls {
 // Start begins a crawl in the background unless one is running; since is
 // when the running crawl began (zero if the part is stopped).
 func (c *Crawls) Start() (started bool, since time.Time) {
-	since, ok := c.begin()
-	if !ok {
+	since, err := c.begin()
+	if err != nil {
 		return false, since
 	}
 	go c.crawl()
 	return true, since
 }
 
-// begin marks a crawl as running, unless one already is or the part is
-// stopped; it reports the start time of the one running. The crawl joins
-// the wait group here, under mu, so Stop never misses one.
-func (c *Crawls) begin() (time.Time, bool) {
+// begin marks a crawl as running, unless the part is stopped (ErrStopped)
+// or one already runs (crawl.ErrRunning); it reports the start time of the
+// one running. The crawl joins the wait group here, under mu, so Stop never
+// misses one.
+func (c *Crawls) begin() (time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.stopped || !c.since.IsZero() {
-		return c.since, false
+	switch {
+	case c.stopped:
+		return c.since, ErrStopped
+	case !c.since.IsZero():
+		return c.since, crawl.ErrRunning
 	}
 	c.wg.Add(1)
 	c.since = c.now().UTC().Truncate(time.Second)
-	return c.since, true
+	return c.since, nil
 }
 
 // Run runs one crawl in the caller's goroutine, as Start does in the background: refused
 // with crawl.ErrRunning while one runs and ErrStopped after Stop, and ended by Stop.
 func (c *Crawls) Run() (*crawl.Summary, error) {
-	if _, ok := c.begin(); !ok {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.stopped {
-			return nil, ErrStopped
-		}
-		return nil, crawl.ErrRunning
+	if _, err := c.begin(); err != nil {
+		return nil, err
 	}
 	return c.crawl()
 }
@@ -181,12 +180,12 @@ func (c *Crawls) loop(interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		_, ok := c.begin()
+		_, err := c.begin()
 		switch {
-		case ok:
+		case err == nil:
 			c.crawl()
 			wait = c.wait(interval)
-		case c.ctx.Err() != nil:
+		case errors.Is(err, ErrStopped):
 			return
 		default:
 			c.logger.Info("scheduled crawl skipped: a crawl is running")
