@@ -330,25 +330,56 @@ func checkOptionsFile(fs vfs.FS, path string) error {
 // maxOptionsBytes bounds the OPTIONS file read (Pebble's is about 2 KiB).
 const maxOptionsBytes = 1 << 20
 
+// checkTables refuses a store whose MANIFEST lists a table that is missing or of another
+// size on disk. Pebble compacts in the background from Open on and then deletes the tables a
+// compaction replaced, so a table that vanished between listing and stat is missing only if
+// it is still listed afterwards: a table once obsolete never becomes live again.
 func checkTables(fs vfs.FS, db *pebble.DB, dir string) error {
-	levels, err := db.SSTables()
+	live, err := liveTables(db)
 	if err != nil {
-		return corrupt("pebble table list", err)
+		return err
 	}
-	for _, level := range levels {
-		for _, t := range level {
-			name := fmt.Sprintf("%06d.sst", t.BackingSSTNum)
-			fi, err := fs.Stat(fs.PathJoin(dir, name))
-			if err != nil {
-				return corrupt("pebble table "+name, err)
+	for name, size := range live {
+		fi, err := fs.Stat(fs.PathJoin(dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			now, lerr := liveTables(db)
+			if lerr != nil {
+				return lerr
 			}
-			if !t.Virtual && uint64(fi.Size()) != t.Size {
-				return corrupt("pebble table "+name,
-					fmt.Errorf("%d bytes on disk, %d in the MANIFEST", fi.Size(), t.Size))
+			if _, still := now[name]; !still {
+				continue // compacted away and deleted since the first listing
 			}
+		}
+		if err != nil {
+			return corrupt("pebble table "+name, err)
+		}
+		if size >= 0 && uint64(fi.Size()) != uint64(size) {
+			return corrupt("pebble table "+name,
+				fmt.Errorf("%d bytes on disk, %d in the MANIFEST", fi.Size(), size))
 		}
 	}
 	return nil
+}
+
+// liveTables lists the tables of the current version by file name, with the size the
+// MANIFEST records for each, or -1 for a virtual table (whose backing file is larger).
+func liveTables(db *pebble.DB) (map[string]int64, error) {
+	levels, err := db.SSTables()
+	if err != nil {
+		return nil, corrupt("pebble table list", err)
+	}
+	live := map[string]int64{}
+	for _, level := range levels {
+		for _, t := range level {
+			name := fmt.Sprintf("%06d.sst", t.BackingSSTNum)
+			if t.Virtual {
+				live[name] = -1
+			} else if _, seen := live[name]; !seen {
+				live[name] = int64(t.Size)
+			}
+		}
+	}
+	return live, nil
 }
 
 // pebbleGet reads key, copying the value; a missing key is ErrNotFound.
