@@ -2,6 +2,7 @@ package trap
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -33,12 +34,16 @@ func newTestPool(t testing.TB, cfg Config) *Pool {
 	return p
 }
 
+// testID names a test's network after its process too, so two test processes (two
+// checkouts, or a run beside one killed before its cleanup) never claim one namespace.
+func testID(name string) string { return fmt.Sprintf("%s-%d", name, os.Getpid()) }
+
 // openTest opens a network for the test and closes it after.
 func openTest(t testing.TB, cfg Config) (*Pool, *Network) {
 	t.Helper()
 	needRoot(t)
 	p := newTestPool(t, cfg)
-	n, err := p.Open(context.Background(), "test")
+	n, err := p.Open(context.Background(), testID("test"))
 	if err != nil {
 		t.Fatal(err)
 	}

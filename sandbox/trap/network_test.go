@@ -478,18 +478,19 @@ func TestRecordBound(t *testing.T) {
 // close, takes one already gone as done, and refuses an id Open would.
 func TestRemove(t *testing.T) {
 	needRoot(t)
-	for _, name := range []string{SandboxPrefix + "stale-test", TrapPrefix + "stale-test"} {
+	id := testID("stale")
+	for _, name := range []string{SandboxPrefix + id, TrapPrefix + id} {
 		if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v", out, err)
 		}
 	}
-	if err := Remove(context.Background(), "stale-test"); err != nil {
+	if err := Remove(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
-	if left := ourNamespaces(t, "stale-test"); len(left) != 0 {
+	if left := ourNamespaces(t, id); len(left) != 0 {
 		t.Errorf("left %q", left)
 	}
-	if err := Remove(context.Background(), "stale-test"); err != nil {
+	if err := Remove(context.Background(), id); err != nil {
 		t.Errorf("removing it again: %v", err)
 	}
 	if err := Remove(context.Background(), "../etc"); err == nil {
@@ -515,11 +516,12 @@ func TestCloseLeavesNothing(t *testing.T) {
 	needRoot(t)
 	links, rules := hostState(t)
 	p := newTestPool(t, Config{})
-	n, err := p.Open(context.Background(), "close")
+	id := testID("close")
+	n, err := p.Open(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Open(context.Background(), "close"); err == nil {
+	if _, err := p.Open(context.Background(), id); err == nil {
 		t.Error("a second network with the same id opened")
 	}
 	if _, err := os.Stat(n.NetnsPath()); err != nil {
@@ -531,7 +533,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if left := ourNamespaces(t, "close"); len(left) != 0 {
+	if left := ourNamespaces(t, id); len(left) != 0 {
 		t.Errorf("namespaces left: %q", left)
 	}
 	if l, r := hostState(t); l != links || r != rules {
@@ -567,9 +569,10 @@ func BenchmarkOpenClose(b *testing.B) {
 	needRoot(b)
 	p := newTestPool(b, Config{})
 	var open, closing time.Duration
+	id := testID("bench")
 	for b.Loop() {
 		start := time.Now()
-		n, err := p.Open(context.Background(), "bench")
+		n, err := p.Open(context.Background(), id)
 		if err != nil {
 			b.Fatal(err)
 		}
