@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/histor-observer/histor/internal/raceflag"
 	"github.com/histor-observer/histor/log/cmalloc"
 )
 
@@ -38,6 +39,9 @@ func TestServingMemory1M(t *testing.T) {
 	}
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("needs /proc to read resident memory")
+	}
+	if raceflag.Enabled {
+		t.Skip("bounds resident memory, which the race detector's shadow memory inflates")
 	}
 	dir := bigDataDir(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeChild$", "-test.v")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/histor-observer/histor/crawl/diff"
+	"github.com/histor-observer/histor/internal/raceflag"
 )
 
 // hostilePair is a tool set and its successor in which one property, named
@@ -75,6 +76,9 @@ func manyDeepTools(n int) (before, after []any) {
 }
 
 func TestManyToolsBounded(t *testing.T) {
+	if raceflag.Enabled {
+		t.Skip("bounds allocated bytes, which the race detector's instrumentation inflates")
+	}
 	a, b := manyDeepTools(400)
 	var summary []byte
 	n := allocated(func() {

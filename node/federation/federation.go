@@ -40,7 +40,7 @@ type Federation struct {
 	// log is the node's log, set by the first part's open and cleared by its close.
 	log Log
 
-	wit *witness.Witness
+	wit atomic.Pointer[witness.Witness]  // the open witness, nil without one; a host's test may swap it
 	sub atomic.Pointer[submit.Submitter] // read by gossip's goroutines
 	gos atomic.Pointer[gossip.Node]      // read by the submitter's transport
 
@@ -265,7 +265,7 @@ func (f *Federation) CosignedCheckpoint(head hlog.Head) []byte {
 
 // addCheckpoint answers gossip's add-checkpoint protocol with the witness.
 func (f *Federation) addCheckpoint(ctx context.Context, did string, req []byte) (int, []byte) {
-	w := f.wit
+	w := f.wit.Load()
 	if w == nil {
 		return http.StatusNotFound, []byte("this node witnesses no log\n")
 	}
@@ -328,7 +328,7 @@ func (f *Federation) evidenceLoop(ctx context.Context) {
 // is gossiped on but not stored.
 func (f *Federation) keepEvidence(ctx context.Context, j evidenceJob) {
 	publish := j.source == fromWitness
-	if w := f.wit; w != nil && j.source != fromWitness {
+	if w := f.wit.Load(); w != nil && j.source != fromWitness {
 		ev, fresh, err := w.AddEvidence(j.bundle)
 		switch {
 		case err != nil:
@@ -423,7 +423,7 @@ func (f *Federation) Collectors() []prometheus.Collector {
 const peerHeadTimeout = 30 * time.Second
 
 // Witness is the open witness; nil while it is closed or when this node witnesses no log.
-func (f *Federation) Witness() *witness.Witness { return f.wit }
+func (f *Federation) Witness() *witness.Witness { return f.wit.Load() }
 
 // Mirror is the open mirror store; nil while it is closed.
 func (f *Federation) Mirror() *mirror.Store { return f.mirror.Load() }
@@ -451,7 +451,7 @@ func (f *Federation) DID() string { return f.cfg.DID }
 
 // SetWitness puts w in the witness part's place, for a host's tests that need a witness
 // over a file system of their own; the witness part's close closes it.
-func (f *Federation) SetWitness(w *witness.Witness) { f.wit = w }
+func (f *Federation) SetWitness(w *witness.Witness) { f.wit.Store(w) }
 
 // SetCheckedHead takes h as the last head of did proven consistent, as the peer loop
 // would after checking it, for a host's tests that show a peer without running gossip.

@@ -129,13 +129,13 @@ func (f *Federation) openWitness(_ context.Context, lg Log) error {
 	for _, v := range fed.logs {
 		f.setVerifier(v)
 	}
-	f.wit = w
+	f.wit.Store(w)
 	return nil
 }
 
 func (f *Federation) closeWitness() error {
-	w := f.wit
-	f.wit, f.log = nil, nil
+	w := f.wit.Swap(nil)
+	f.log = nil
 	if w == nil {
 		return nil
 	}

@@ -118,7 +118,7 @@ func (f *Federation) witnessPeer(v note.Verifier) {
 	if have := f.verifier(v.Name()); have != nil && have.KeyHash() == v.KeyHash() {
 		return
 	}
-	w := f.wit
+	w := f.wit.Load()
 	if w == nil {
 		return
 	}

@@ -49,7 +49,7 @@ func Routes(m Mount) []httpx.Route {
 // witness is the open witness; nil without one.
 func (m Mount) witness() *witness.Witness {
 	if f := m.Federation(); f != nil {
-		return f.wit
+		return f.wit.Load()
 	}
 	return nil
 }

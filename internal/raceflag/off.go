@@ -1,0 +1,6 @@
+//go:build !race
+
+package raceflag
+
+// Enabled is false: this binary was built without -race.
+const Enabled = false
