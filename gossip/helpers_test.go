@@ -159,15 +159,30 @@ func newCluster(t testing.TB, n int, edit func(i int, c *Config)) *cluster {
 	for i := range n {
 		o := newObserver(t, i)
 		h := mockHost(t, c.mn, o, i)
-		c.obs, c.hosts, c.logs = append(c.obs, o), append(c.hosts, h), append(c.logs, &fakeLog{})
+		c.obs, c.hosts = append(c.obs, o), append(c.hosts, h)
 		addrs[o.did] = h.Addrs()[0].String() + "/p2p/" + h.ID().String()
 	}
 	if err := c.mn.LinkAll(); err != nil {
 		t.Fatal(err)
 	}
-	for i, o := range c.obs {
-		cfg := testConfig(o, c.obs, addrs, c.logs[i])
+	c.nodes, c.logs = newNodes(t, c.obs, addrs, func(i int, cfg *Config) {
 		cfg.Host = c.hosts[i]
+		if edit != nil {
+			edit(i, cfg)
+		}
+	})
+	return c
+}
+
+// newNodes makes a node for each observer over a fake log of its own, none started, from
+// testConfig edited by edit (nil: as it is); each is closed when the test ends.
+func newNodes(t testing.TB, obs []*observer, addrs map[string]string, edit func(i int, cfg *Config)) ([]*Node, []*fakeLog) {
+	t.Helper()
+	var nodes []*Node
+	var logs []*fakeLog
+	for i, o := range obs {
+		l := &fakeLog{}
+		cfg := testConfig(o, obs, addrs, l)
 		if edit != nil {
 			edit(i, &cfg)
 		}
@@ -176,14 +191,17 @@ func newCluster(t testing.TB, n int, edit func(i int, c *Config)) *cluster {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { nd.Close() })
-		c.nodes = append(c.nodes, nd)
+		nodes, logs = append(nodes, nd), append(logs, l)
 	}
-	return c
+	return nodes, logs
 }
 
-func (c *cluster) start(t testing.TB) {
+func (c *cluster) start(t testing.TB) { t.Helper(); startNodes(t, c.nodes) }
+
+// startNodes starts each node.
+func startNodes(t testing.TB, nodes []*Node) {
 	t.Helper()
-	for _, nd := range c.nodes {
+	for _, nd := range nodes {
 		if err := nd.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -26,19 +26,11 @@ func TestLoopback(t *testing.T) {
 	}
 	// Ports are known only once a host listens, so each node is built first without peers,
 	// and the peers added from the others' addresses before Start.
-	var nodes []*Node
-	var logs []*fakeLog
-	for i, o := range obs {
-		l := &fakeLog{}
-		l.set(o.head(t, uint64(i+1), 0))
-		cfg := testConfig(o, obs, nil, l)
+	nodes, logs := newNodes(t, obs, nil, func(i int, cfg *Config) {
 		cfg.Peers, cfg.Listen, cfg.Registerer = nil, listen[i], prometheus.NewRegistry()
-		nd, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nd.Close() })
-		nodes, logs = append(nodes, nd), append(logs, l)
+	})
+	for i, o := range obs {
+		logs[i].set(o.head(t, uint64(i+1), 0))
 	}
 	for i, nd := range nodes {
 		for j, o := range obs {
@@ -49,11 +41,7 @@ func TestLoopback(t *testing.T) {
 			}
 		}
 	}
-	for _, nd := range nodes {
-		if err := nd.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	startNodes(t, nodes)
 	for i, nd := range nodes {
 		for j, o := range obs {
 			if i != j {

@@ -79,25 +79,11 @@ func TestPartitionHeals(t *testing.T) {
 		hosts = append(hosts, h)
 		addrs[o.did] = h.Addrs()[0].String() + "/p2p/" + h.ID().String()
 	}
-	var nodes []*Node
-	var logs []*fakeLog
+	nodes, logs := newNodes(t, obs, addrs, func(i int, cfg *Config) { cfg.Host = hosts[i] })
 	for i, o := range obs {
-		l := &fakeLog{}
-		l.set(o.head(t, 1, 0))
-		cfg := testConfig(o, obs, addrs, l)
-		cfg.Host = hosts[i]
-		nd, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nd.Close() })
-		nodes, logs = append(nodes, nd), append(logs, l)
+		logs[i].set(o.head(t, 1, 0))
 	}
-	for _, nd := range nodes {
-		if err := nd.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	startNodes(t, nodes)
 	eventually(t, "first heads", 20*time.Second, func() bool { return sees(nodes[2], obs[0], 1) && sees(nodes[2], obs[1], 1) })
 
 	split := func(cut bool) {
