@@ -372,10 +372,9 @@ func liveTables(db *pebble.DB) (map[string]int64, error) {
 	for _, level := range levels {
 		for _, t := range level {
 			name := fmt.Sprintf("%06d.sst", t.BackingSSTNum)
+			live[name] = int64(t.Size)
 			if t.Virtual {
 				live[name] = -1
-			} else if _, seen := live[name]; !seen {
-				live[name] = int64(t.Size)
 			}
 		}
 	}
